@@ -1014,10 +1014,7 @@ def sequential_hooks_see_each_child(m):
 
 
 # Divergences not fixed yet: strict xfails, so that a fix shows up as an XPASS to remove from here.
-KNOWN = {
-    "hook_inplace_base_modified_after": "vkml does not refuse to read a hook's view of an input written in place since",
-    "hook_inplace_base_modified_after_pre": "vkml does not refuse to read a hook's view of an input written in place since",
-}
+KNOWN: dict[str, str] = {}
 
 
 @pytest.fixture(autouse=True)

@@ -965,7 +965,6 @@ for _name in _OVER_BUDGET:
 
 # Where vkml still differs from PyTorch, and why (strict: a fix makes the test fail until it leaves this list)
 _NONCONTIGUOUS_LAYOUT = "vkml does not see a channels-last layout in a view that slices the channels (x[:, ::2])"
-_INDICES_VERSION = "vkml's max pool does not save its indices for backward: changing them in place raises nothing"
 KNOWN: dict[str, str] = {
     **{
         n: _NONCONTIGUOUS_LAYOUT
@@ -981,13 +980,6 @@ KNOWN: dict[str, str] = {
             )
         )
     },
-    **{
-        n: _INDICES_VERSION
-        for n in list(SC) + list(SLOW)
-        if n.endswith("MaxPool1d_indices") or n.endswith("Pool2d_indices")
-    },
-    **{n: _INDICES_VERSION for n in list(SC) + list(SLOW) if n.endswith("Pool3d_indices")},
-    "maxpool_indices_changed_message": _INDICES_VERSION,
     "adaptive_pooling_avg_nhwc_non_contiguous": _NONCONTIGUOUS_LAYOUT,
     "max_unpool2d_nhwc_cpu": "vkml's max_unpool2d does not keep a channels-last input's layout",
     "max_pool3d_ndhwc_unbatched": "vkml's max_pool3d of an unbatched channels-last-3d input keeps the default layout",

@@ -547,7 +547,6 @@ CASES = {
 
 # Where vkml still differs from PyTorch, and why (strict: a fix makes the test fail until it leaves this list)
 KNOWN = {
-    "sort 1d output discontiguous": "vkml resizes an out= tensor only when it owns its storage; this one is a view",
     "unique dim float32": "PyTorch's unique(dim=) orders NaN slices as its C++ std::sort leaves them; vkml sorts NaN last",
     "unique dim float64": "PyTorch's unique(dim=) orders NaN slices as its C++ std::sort leaves them; vkml sorts NaN last",
 }

@@ -359,7 +359,7 @@ class Function:
             if isinstance(o, Tensor) and id(o) not in dirty and (id(o) in inputs or o._ctx is not None):
                 outs[i] = Tensor(o.node)  # an input returned as is: a new handle, so the input keeps its history
                 if id(o) in inputs:  # PyTorch's view of the input: an in-place write to it is refused
-                    outs[i]._custom_view = (i, cls.__name__)
+                    _mutation.custom_function_view(outs[i], o, (i, cls.__name__))
         name = f"{cls.__name__}Backward"
         # a written input's gradient goes to its history before the write, which its handle no longer holds
         args_before = tuple(before.get(id(a), a) if id(a) in dirty else a for a in args)

@@ -14,7 +14,8 @@ has, with PyTorch's signatures, results and errors:
   state for every index, ``'different'`` draws afresh.
 - ``functional_call`` swaps a module's parameters and buffers for the given tensors during one call.
 
-Inputs may be tensors or nested tuples, lists and dicts of tensors (pytrees), as in PyTorch.
+Inputs may be tensors or pytrees of tensors (nested tuples, lists, dicts, named tuples, ...:
+``vkml.utils._pytree``), as in PyTorch.
 
 >>> import vkml
 >>> from vkml.func import grad, vmap
@@ -31,6 +32,7 @@ import functools
 import threading
 
 from . import autograd as engine
+from . import pytree
 from . import random as R
 from .autograd_api import _tensor_class
 from .autograd_api import grad as _grad
@@ -60,47 +62,13 @@ def _level():
 # ---------------------------------------------------------------------- pytrees
 
 
-def _flatten(tree) -> tuple[list, object]:
-    """(the leaves of ``tree`` in order, a spec that rebuilds it): tuples, lists and dicts are nodes."""
-    if isinstance(tree, (tuple, list)):
-        leaves, specs = [], []
-        for item in tree:
-            item_leaves, spec = _flatten(item)
-            leaves += item_leaves
-            specs.append((len(item_leaves), spec))
-        return leaves, (type(tree), specs)
-    if isinstance(tree, dict):
-        leaves, specs = [], []
-        for key, item in tree.items():
-            item_leaves, spec = _flatten(item)
-            leaves += item_leaves
-            specs.append((key, len(item_leaves), spec))
-        return leaves, (dict, specs)
-    return [tree], None
+# torch.func flattens with torch.utils._pytree; so does vkml.func (vkml/frontend/pytree.py): named tuples,
+# OrderedDicts and registered containers are nodes, None a leaf
+_flatten = pytree.tree_flatten
+_unflatten = pytree.tree_unflatten
 
 
-def _unflatten(leaves: list, spec):
-    if spec is None:
-        return leaves[0]
-    kind, specs = spec
-    if kind is dict:
-        out, at = {}, 0
-        for key, count, sub in specs:
-            out[key] = _unflatten(leaves[at : at + count], sub)
-            at += count
-        return out
-    items, at = [], 0
-    for count, sub in specs:
-        items.append(_unflatten(leaves[at : at + count], sub))
-        at += count
-    if kind is tuple or kind is list:
-        return kind(items)
-    return kind(*items)  # a named tuple
-
-
-def _map(fn, tree):
-    leaves, spec = _flatten(tree)
-    return _unflatten([fn(leaf) for leaf in leaves], spec)
+_map = pytree.tree_map
 
 
 def _detach_all(tree):

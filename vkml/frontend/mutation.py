@@ -204,8 +204,33 @@ def edit_stack(stack: ViewStack, step: tuple) -> ViewStack:
     return stack.slice(step[1], step[2], step[3])
 
 
+def custom_function_view(out, input, output: tuple[int, str]) -> None:
+    """Make ``out`` (a custom Function's new handle on ``input``, returned as is) PyTorch's view of
+    ``input``'s storage outside autograd: writing through it is refused (``check_writable``), and so is
+    reading it for autograd after its storage was written (``refresh``). ``output``: (its position,
+    the Function's name), for PyTorch's words."""
+    base = input._base
+    out._base, out._chain = (input, ()) if base is None else (base, input._chain)
+    out._seen = out._base._vcount
+    out._gradview, out._dataview = False, False
+    out._custom_view = output
+
+
+def _custom_view_rebased(output: tuple[int, str]) -> RuntimeError:
+    return RuntimeError(
+        f"Output {output[0]} of {output[1]} is a view and its base or another view of its base has been modified "
+        "inplace. This view was created inside a custom Function (or because an input was returned as-is) and the "
+        "autograd logic to handle view+inplace would override the custom backward associated with the custom "
+        "Function, leading to incorrect gradients. This behavior is forbidden. You can fix this by cloning the "
+        "output of the custom Function."
+    )
+
+
 def refresh(t):
     """``t``'s node after a write to its storage: its view chain replayed on the owner's new value."""
+    custom_view = getattr(t, "_custom_view", None)
+    if custom_view is not None and t._requires_grad and autograd.is_grad_enabled():
+        raise _custom_view_rebased(custom_view)
     _windows.rehome(t)  # its base may have handed its storage on (an in-place view method)
     base = t._base
     record = t._gradview and base._requires_grad

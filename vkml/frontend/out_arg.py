@@ -31,7 +31,7 @@ import inspect
 import warnings
 
 from ..ir import types as T
-from . import autograd, mutation
+from . import autograd, mutation, windows
 
 # vkml.<name> functions whose PyTorch function documents ``out=`` (torch 2.x docstrings), and those
 # it takes ``out=`` in its usual overload (sum and prod with a dim, softmax, the clamps, ...).
@@ -212,13 +212,18 @@ def _write(name: str, out, result, which: str = "values") -> None:
         if tuple(out.shape) == tuple(result.shape):
             mutation.copy_(out, value)
             return
-        if out._base is not None:
-            raise RuntimeError(
-                f"{name}(): out is a view of shape {list(out.shape)}, the result has shape {list(result.shape)}: "
-                "vkml resizes only a tensor that owns its storage"
-            )
         if out.numel() != 0:
             warnings.warn(_RESIZED.format(old=list(out.shape), new=list(result.shape)), UserWarning, stacklevel=4)
+        if out._base is not None:  # PyTorch's resize_: the row-major view of its storage from its offset
+            try:
+                windows.resize_(out, tuple(result.shape))
+            except NotImplementedError:
+                raise RuntimeError(
+                    f"{name}(): out is a view of shape {list(out.shape)}, the result has shape "
+                    f"{list(result.shape)}: vkml does not grow a view's storage"
+                ) from None
+            mutation.copy_(out, value)
+            return
         out._node = value.node
         out._vcount += 1
 

@@ -56,6 +56,7 @@ MODULES = (
     "stft",
     "poisson",
     "runtime_names",
+    "storage_set",
     "foreach",
     "special_functions",
     "diagonal_fill",

@@ -711,7 +711,22 @@ def _max_pool(op, input, kernel_size, stride, padding, dilation, ceil_mode, retu
         _pool_input(flat_index, padding, dilation, kernel, stride, out_size, -1), kernel, stride, dilation, out_size, n
     )
     indices = functions.where(hit, index_windows, 0).sum(-1)
-    return out, indices
+    return _saving_indices(out, indices), indices
+
+
+@differentiable("pool_indices_saved", inputs=("input", "indices"))
+def _saving_indices(input, indices):
+    """``input``'s value; for autograd, an op that saves the max pool's ``indices`` as PyTorch's node
+    does, so that writing them in place before backward raises PyTorch's version error."""
+    return functions._wrap(input.node)
+
+
+def _saving_indices_grad(c: G.GradContext):
+    _ = c.inputs[1].node  # reading the saved indices checks their version (vkml/tensor.py, SavedTensor)
+    return (c.g, None)
+
+
+G.RULES["pool_indices_saved"] = _saving_indices_grad
 
 
 @differentiable("max_pool_windows", inputs=("x",))
@@ -1226,7 +1241,8 @@ def _adaptive_max(op, input, output_size, return_indices: bool, n: int):
     if not return_indices:
         return result
     where = creation.tensor(positions, device=input.device)
-    return result, functions.where(hit, where, 0).sum(-1)
+    indices = functions.where(hit, where, 0).sum(-1)
+    return _saving_indices(result, indices), indices
 
 
 def adaptive_avg_pool2d(input, output_size):

@@ -165,7 +165,7 @@ def test_save_pickles_other_objects_and_refuses_unpicklable_ones_before_writing(
     buffer = io.BytesIO()
     vkml.save({"a": [1, slice(2)]}, buffer)
     buffer.seek(0)
-    with pytest.raises(pickle.UnpicklingError, match=r"Unsupported global: GLOBAL builtins\.slice"):
+    with pytest.raises(pickle.UnpicklingError, match=r"Unsupported global: GLOBAL slice was not"):
         vkml.load(buffer)
     buffer.seek(0)
     assert vkml.load(buffer, weights_only=False) == {"a": [1, slice(2)]}

@@ -37,8 +37,8 @@ import numpy as np
 from ..errors import DeviceError
 from ..ir import types as T
 from ..tensor import Tensor
+from . import autograd, pickling, torch_checkpoint, windows
 from . import complex as _complex
-from . import pickling, torch_checkpoint
 from . import safe_globals as _safe_globals
 from .creation import tensor
 from .devices import device as get_device
@@ -98,7 +98,10 @@ class _Encoder:
             return {"list": [self.encode(v, f"{path}.{i}") for i, v in enumerate(obj)]}
         if type(obj) in _DICT_KINDS:
             items = [[self.encode(k, path), self.encode(v, _join(path, k))] for k, v in obj.items()]
-            return {_DICT_KINDS[type(obj)]: items}
+            record = {_DICT_KINDS[type(obj)]: items}
+            if "_metadata" in getattr(obj, "__dict__", {}):  # a state dict's module versions, as torch.save keeps
+                record["metadata"] = self.encode(obj._metadata, _join(path, "_metadata"))
+            return record
         raise _NotData(f"save: cannot store {type(obj).__name__} at {path or 'the top level'} as data")
 
     def _tensor(self, t: Tensor, path: str) -> dict:
@@ -107,6 +110,8 @@ class _Encoder:
                 f"save: {path or 'the tensor'} is a sparse COO tensor, which vkml does not save (save its "
                 "_indices() and _values(), or .to_dense())"
             )
+        if t.__dict__:  # attributes of the program's own (t.label = ...): pickled with it, as torch.save keeps them
+            raise _NotData(f"save: {path or 'the tensor'} carries Python attributes")
         viewer = self.owners.setdefault(id(pickling.storage_owner(t)), id(t))
         if viewer != id(t):  # two tensors of one storage: pickled, so that they load sharing it (as torch.load)
             raise _NotData(f"save: {path} views the storage of another tensor saved")
@@ -188,8 +193,13 @@ def save(
     """
     import safetensors.numpy  # lazy: off import vkml's path
 
-    if isinstance(pickle_protocol, bool) or not isinstance(pickle_protocol, int):
-        raise TypeError(f"save(): pickle_protocol must be an int, not {type(pickle_protocol).__name__}")
+    if not isinstance(pickle_protocol, int):
+        raise TypeError(f"'{type(pickle_protocol).__name__}' object cannot be interpreted as an integer")
+    if not isinstance(f, (str, os.PathLike)):
+        if not hasattr(f, "write"):
+            raise AttributeError("expected 'f' to be string, path, or a file-like object with a 'write' attribute")
+        if not callable(f.write):
+            raise TypeError(f"Buffer of {str(type(f)).strip('<>')} has no callable attribute 'write'")
     if pickle_module is not None and not callable(getattr(pickle_module, "Pickler", None)):
         raise AttributeError(f"save(): pickle_module {pickle_module!r} has no attribute 'Pickler'")
     encoder = _Encoder()
@@ -226,12 +236,34 @@ def _relabel_bfloat16(data: bytes, names: set[str]) -> bytes:
 
 
 def _read_bytes(f) -> bytes:
+    """The checkpoint at ``f``: a whole file, or from a file object the one record at its position.
+
+    As ``torch.load``, a file object must be seekable, and a load leaves it just past what it read, so
+    several checkpoints (and pickles) written one after another in one file load one after another."""
     if isinstance(f, (str, os.PathLike)):
         with open(f, "rb") as stream:
             return stream.read()
     if not hasattr(f, "read"):
         raise TypeError(f"load: expected a path or a binary file object, got {type(f).__name__}")
-    return f.read()
+    for method in ("seek", "tell"):
+        if not hasattr(f, method):
+            raise AttributeError(
+                f"'{type(f).__name__}' object has no attribute '{method}'. You can only vkml.load from a file that "
+                "is seekable. Please pre-load the data into a buffer like io.BytesIO and try to load from it instead."
+            )
+    head = f.read(len(_PICKLE_MAGIC))
+    if head == _PICKLE_MAGIC:
+        return head  # the pickle that follows is read from the file itself, up to its end
+    if len(head) < 9 or head[8:9] != b"{":
+        return head + f.read()
+    (size,) = struct.unpack("<Q", head[:8])
+    header_bytes = head + f.read(8 + size - len(head))
+    try:
+        header = json.loads(header_bytes[8:])
+        body = max((int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"), default=0)
+    except (UnicodeDecodeError, ValueError, TypeError, KeyError, IndexError):
+        return header_bytes + f.read()
+    return header_bytes + f.read(body)
 
 
 def _safetensors_metadata(data: bytes) -> dict | None:
@@ -321,7 +353,10 @@ def _decode(node, arrays: dict, placer: _Placer, loaded: dict):
         return items if kind == "list" else tuple(items)
     if kind in _DICT_TYPES:
         items = [(_key(_decode(k, arrays, placer, loaded)), _decode(v, arrays, placer, loaded)) for k, v in node[kind]]
-        return _DICT_TYPES[kind](dict(items))  # Counter(pairs) would count the pairs
+        out = _DICT_TYPES[kind](dict(items))  # Counter(pairs) would count the pairs
+        if "metadata" in node:
+            out._metadata = _decode(node["metadata"], arrays, placer, loaded)
+        return out
     raise ValueError(f"load: the vkml record has an unknown entry {kind!r} (written by a newer vkml?)")
 
 
@@ -426,11 +461,47 @@ def _from_torch(obj, placer: _Placer, converted: dict):
     return obj
 
 
-def _from_host(obj, placer: _Placer, converted: dict):
+def _host_tensors(obj, found: list) -> list:
+    """Every ``HostTensor`` in ``obj``'s containers."""
+    if isinstance(obj, torch_checkpoint.HostTensor):
+        found.append(obj)
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            _host_tensors(v, found)
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        for v in obj:
+            _host_tensors(v, found)
+    return found
+
+
+def _shared_storages(obj) -> dict:
+    """id(storage) -> None for each storage that several plain (no grad, not Parameter) tensors of ``obj`` view:
+    they load as views of one tensor of the storage's values, as ``torch.load`` shares the storage."""
+    counts: Counter = Counter()
+    for t in {id(t): t for t in _host_tensors(obj, [])}.values():
+        if t.view is not None and not t.requires_grad and not t.parameter:
+            counts[id(t.view[0])] += 1
+    return {key: None for key, n in counts.items() if n > 1}
+
+
+def _from_host(obj, placer: _Placer, converted: dict, shared: dict | None = None):
     """``torch_checkpoint.read``'s tensors become vkml tensors, its dtypes vkml dtypes; containers are rebuilt."""
+    if shared is None:
+        shared = _shared_storages(obj)
     if isinstance(obj, torch_checkpoint.HostTensor):
         if id(obj) not in converted:
-            converted[id(obj)] = placer.tensor(obj.array, obj.dtype, "cpu", obj.requires_grad, obj.parameter)
+            view = obj.view
+            if view is not None and id(view[0]) in shared:
+                storage, offset, size, stride = view
+                if shared[id(storage)] is None:
+                    values = storage.values
+                    if storage.dtype == "bfloat16":
+                        values = (values.astype(np.uint32) << 16).view(np.float32)
+                    shared[id(storage)] = placer.tensor(values.copy(), storage.dtype, "cpu")
+                with autograd.no_grad():
+                    converted[id(obj)] = windows.as_strided(shared[id(storage)], size, stride, offset)
+            else:
+                converted[id(obj)] = placer.tensor(obj.array, obj.dtype, "cpu", obj.requires_grad, obj.parameter)
         return converted[id(obj)]
     if isinstance(obj, torch_checkpoint._DType):
         return _vkml_dtype(str(obj))
@@ -440,13 +511,21 @@ def _from_host(obj, placer: _Placer, converted: dict):
         except DeviceError:
             return str(obj)
     if isinstance(obj, dict):
-        rebuilt = type(obj)((k, _from_host(v, placer, converted)) for k, v in obj.items())
+        rebuilt = type(obj)((k, _from_host(v, placer, converted, shared)) for k, v in obj.items())
         if hasattr(obj, "__dict__"):  # a state dict's _metadata
             rebuilt.__dict__.update(obj.__dict__)
         return rebuilt
     if isinstance(obj, (list, tuple, set, frozenset)):
-        return type(obj)(_from_host(v, placer, converted) for v in obj)
+        return type(obj)(_from_host(v, placer, converted, shared) for v in obj)
     return obj
+
+
+# PyTorch's _blocklisted_modules: a weights-only load never takes a global from these
+_BLOCKED_MODULES = ("sys", "os", "posix", "nt")
+
+
+class _NotACheckpoint(pickle.UnpicklingError, ValueError):
+    """Bytes that are no checkpoint: PyTorch's class (its unpickler's ``invalid load key``); a ValueError too."""
 
 
 class _WeightsUnpickler(pickle.Unpickler):
@@ -457,36 +536,50 @@ class _WeightsUnpickler(pickle.Unpickler):
         # Python 2 names, as protocol 2 writes them (__builtin__.set): their Python 3 ones, as pickle's own find_class
         module, name = _compat_pickle.NAME_MAPPING.get((module, name), (module, name))
         module = _compat_pickle.IMPORT_MAPPING.get(module, module)
+        if module in _BLOCKED_MODULES:  # never allowed, as in PyTorch, even by add_safe_globals
+            raise pickle.UnpicklingError(
+                f"Weights only load failed. Trying to load unsupported GLOBAL {module}.{name} whose module {module} "
+                "is blocked."
+            )
         found = pickling.SAFE_GLOBALS.get((module, name))
         if found is None:
             found = _safe_globals.lookup(module, name)  # allowed by add_safe_globals
         if found is None:
+            full = name if module == "builtins" else f"{module}.{name}"  # PyTorch names builtins bare
             raise pickle.UnpicklingError(
                 "Weights only load failed. This file was written by vkml.save of an object that is not only "
                 "tensors, numbers, strings and containers, and loading it runs code that the file names. "
                 "Re-running vkml.load with weights_only=False will likely succeed, but do it only if you trust "
                 "the source of the file.\n"
-                f"WeightsUnpickler error: Unsupported global: GLOBAL {module}.{name} was not an allowed global by "
-                "default (save the state_dict() instead to load it with weights_only=True)."
+                f"WeightsUnpickler error: Unsupported global: GLOBAL {full} was not an allowed global by default. "
+                f"Please use `vkml.serialization.add_safe_globals([{full}])` or the "
+                f"`vkml.serialization.safe_globals([{full}])` context manager to allowlist this global if you trust "
+                "this class/function. (Or save the state_dict() instead to load it with weights_only=True.)"
             )
         return found
 
 
-def _load_pickled(data: bytes, placer: _Placer, weights_only: bool):
-    """A whole object ``vkml.save`` pickled: with ``weights_only`` only tensors and containers, as ``torch.load``."""
+def _load_pickled(stream, placer: _Placer, weights_only: bool, pickle_module=None, pickle_load_args=None):
+    """A whole object ``vkml.save`` pickled, read from ``stream`` up to the pickle's end: with ``weights_only``
+    only tensors and containers, as ``torch.load``; otherwise with ``pickle_module``'s Unpickler."""
 
     def place(array, dtype_name, location):
         return placer.tensor(array.copy(), dtype_name, location)
 
-    stream = io.BytesIO(data)
     with pickling.placing(place):
         if weights_only:
             return _WeightsUnpickler(stream).load()
-        return pickle.Unpickler(stream).load()
+        return (pickle_module or pickle).Unpickler(stream, **(pickle_load_args or {})).load()
 
 
 def load(
-    f: str | os.PathLike | IO[bytes], map_location=None, weights_only: bool = True, *, mmap: bool | None = None
+    f: str | os.PathLike | IO[bytes],
+    map_location=None,
+    pickle_module: Any = None,
+    *,
+    weights_only: bool | None = None,
+    mmap: bool | None = None,
+    **pickle_load_args: Any,
 ) -> Any:
     """Read what ``vkml.save`` wrote, a safetensors file from any library, or a PyTorch checkpoint.
 
@@ -499,7 +592,8 @@ def load(
     tensors, numbers, strings and containers and refuses any other pickled global with PyTorch's
     ``pickle.UnpicklingError``; False unpickles a whole object ``vkml.save`` pickled (a module, an
     optimizer) and hands a PyTorch checkpoint to ``torch.load`` (needs torch). False runs the file's
-    code: only for files you trust. vkml's safetensors format never unpickles anything. ``mmap=True``
+    code: only for files you trust. vkml's safetensors format never unpickles anything, so ``pickle_module``
+    (and ``pickle_load_args`` such as ``encoding``) only serve a pickled whole object. ``mmap=True``
     (lit-gpt loads checkpoints so) is accepted for a file path, as PyTorch's; the file is read into
     memory all the same.
 
@@ -510,10 +604,15 @@ def load(
     """
     if mmap and not isinstance(f, (str, os.PathLike)):
         raise ValueError("f must be a file path in order to use the mmap argument")
+    if weights_only is None:  # PyTorch's default: weights only, unless a pickle_module is given
+        weights_only = pickle_module is None
+    if weights_only and pickle_module is not None:
+        raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
     data = _read_bytes(f)
     placer = _Placer(map_location)
     if data.startswith(_PICKLE_MAGIC):
-        return _load_pickled(data[len(_PICKLE_MAGIC) :], placer, weights_only)
+        stream = io.BytesIO(data[len(_PICKLE_MAGIC) :]) if len(data) > len(_PICKLE_MAGIC) else f
+        return _load_pickled(stream, placer, weights_only, pickle_module, pickle_load_args)
     metadata = _safetensors_metadata(data)
     if metadata is not None:
         return _load_safetensors(data, metadata, placer)
@@ -530,4 +629,8 @@ def load(
             ) from None
         obj = torch.load(io.BytesIO(data), map_location="cpu", weights_only=weights_only)
         return _from_torch(obj, placer, {})
-    raise ValueError("load: not a vkml checkpoint, a safetensors file or a PyTorch checkpoint")
+    if not data:
+        raise EOFError("Ran out of input")
+    raise _NotACheckpoint(
+        f"invalid load key, {chr(data[0])!r}. (load: not a vkml checkpoint, a safetensors file or a PyTorch checkpoint)"
+    )

@@ -46,12 +46,14 @@ _DTYPES = frozenset(dtype for dtype, _ in _STORAGES.values())
 
 
 class HostTensor:
-    """A tensor read from the file: its values on the host, vkml dtype name, and PyTorch's flags."""
+    """A tensor read from the file: its values on the host, vkml dtype name, and PyTorch's flags; ``view`` is
+    (storage, offset, size, stride), so that tensors of one storage can load as views of one tensor again."""
 
-    __slots__ = ("array", "dtype", "requires_grad", "parameter")
+    __slots__ = ("array", "dtype", "requires_grad", "parameter", "view")
 
-    def __init__(self, array: np.ndarray, dtype: str, requires_grad: bool = False, parameter: bool = False):
+    def __init__(self, array: np.ndarray, dtype: str, requires_grad: bool = False, parameter: bool = False, view=None):
         self.array, self.dtype, self.requires_grad, self.parameter = array, dtype, requires_grad, parameter
+        self.view = view
 
 
 class _Storage:
@@ -89,7 +91,7 @@ def _rebuild_tensor(storage: _Storage, offset: int, size, stride, requires_grad=
         ).copy()
     if storage.dtype == "bfloat16":  # the bits widen exactly to float32 (numpy has no bfloat16)
         array = (array.astype(np.uint32) << 16).view(np.float32)
-    return HostTensor(array, storage.dtype, bool(requires_grad))
+    return HostTensor(array, storage.dtype, bool(requires_grad), view=(storage, offset, tuple(size), tuple(stride)))
 
 
 def _rebuild_parameter(data: HostTensor, requires_grad=True, hooks=None, *state):

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
+import multiprocessing.context
+import os
 import queue
 import random
 import time
 import traceback
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -222,11 +225,36 @@ class _Workers:
         self.processes, self.index_queues = [], []
 
 
+class _LengthWatch:
+    """PyTorch's NOTE [ IterableDataset and __len__ ]: once ``len(loader)`` was asked, an iterator that yields
+    more batches than the iterable dataset's reported length warns on each one past it."""
+
+    def __init__(self, loader: DataLoader) -> None:
+        self.reported = loader._IterableDataset_len_called if isinstance(loader.dataset, IterableDataset) else None
+        self.yielded = 0
+
+    def count(self, loader: DataLoader) -> None:
+        self.yielded += 1
+        if self.reported is not None and self.yielded > self.reported:
+            message = (
+                f"Length of IterableDataset {loader.dataset} was reported to be {self.reported}"
+                f"(when accessing len(dataloader)), but {self.yielded} samples have been fetched. "
+            )
+            if loader.num_workers > 0:
+                message += (
+                    "For multiprocessing data-loading, this could be caused by not properly configuring the "
+                    "IterableDataset replica at each worker. Please see "
+                    "https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset for examples."
+                )
+            warnings.warn(message, stacklevel=3)
+
+
 class _SingleProcessIter:
     def __init__(self, loader: DataLoader) -> None:
         self.loader = loader
         _seed64(loader.generator)  # the workers' base seed, drawn as PyTorch's iterator draws it
         self.iterable = isinstance(loader.dataset, IterableDataset)
+        self.length_watch = _LengthWatch(loader)
         if self.iterable:
             self.iterator = iter(loader.dataset)
         else:
@@ -238,9 +266,11 @@ class _SingleProcessIter:
     def __next__(self):
         loader = self.loader
         if self.iterable:
-            return _next_iterable(
+            batch = _next_iterable(
                 self.iterator, loader._auto_collation, loader.batch_size, loader.drop_last, loader.collate_fn
             )
+            self.length_watch.count(loader)
+            return batch
         return _fetch(loader.dataset, next(self.sampler_iter), loader._auto_collation, loader.collate_fn)
 
     def __len__(self) -> int:
@@ -263,6 +293,7 @@ class _MultiProcessIter:
                 loader._workers = self.workers
         self.epoch = self.workers.epoch
         self.iterable = isinstance(loader.dataset, IterableDataset)
+        self.length_watch = _LengthWatch(loader)
         self.sampler_iter = None if self.iterable else iter(loader._index_sampler)
         self.active = [True] * loader.num_workers
         self.next_worker = itertools.cycle(range(loader.num_workers))
@@ -321,11 +352,15 @@ class _MultiProcessIter:
                 if isinstance(answer, _Exhausted):
                     self.active[worker] = False
                     continue
-                if isinstance(answer, _WorkerError):
-                    self._shutdown()
-                    answer.reraise()
                 self._send()
-                return _collate.to_tensors(answer)
+                if isinstance(answer, _WorkerError):
+                    # as PyTorch's: the iterator stays usable, so a loop that catches a sample's error
+                    # (an unreadable file) goes on with the next batch
+                    answer.reraise()
+                batch = _collate.to_tensors(answer)
+                if self.iterable:
+                    self.length_watch.count(self.loader)
+                return batch
             epoch, batch_index, answer = self._receive()
             if epoch == self.epoch:
                 self.results[batch_index] = answer
@@ -434,6 +469,66 @@ class DataLoader:
             collate_fn if collate_fn is not None else (_collate.default_collate if auto else _collate.default_convert)
         )
         self._workers: _Workers | None = None
+        self._IterableDataset_len_called = None
+        self._initialized = True
+        self._check_worker_number_rationality()
+
+    # PyTorch refuses to change these once the loader is made: its samplers were built from them
+    _FIXED_AFTER_INIT = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")
+
+    def __setattr__(self, attr, value) -> None:
+        if self.__dict__.get("_initialized") and attr in self._FIXED_AFTER_INIT:
+            raise ValueError(f"{attr} attribute should not be set after {type(self).__name__} is initialized")
+        super().__setattr__(attr, value)
+
+    @property
+    def multiprocessing_context(self):
+        return self._multiprocessing_context
+
+    @multiprocessing_context.setter
+    def multiprocessing_context(self, context) -> None:
+        """PyTorch's checks: a start method's name (made a context here) or a context, and only with workers."""
+        if context is not None:
+            if self.num_workers <= 0:
+                raise ValueError(
+                    "multiprocessing_context can only be used with multi-process loading (num_workers > 0), but got "
+                    f"num_workers={self.num_workers}"
+                )
+            if isinstance(context, str):
+                methods = multiprocessing.get_all_start_methods()
+                if context not in methods:
+                    raise ValueError(
+                        f"multiprocessing_context option should specify a valid start method in {methods!r}, but got "
+                        f"multiprocessing_context={context!r}"
+                    )
+                context = multiprocessing.get_context(context)
+            if not isinstance(context, multiprocessing.context.BaseContext):
+                raise TypeError(
+                    "multiprocessing_context option should be a valid context object or a string specifying the "
+                    f"start method, but got multiprocessing_context={context}"
+                )
+        self._multiprocessing_context = context
+
+    def _check_worker_number_rationality(self) -> None:
+        """PyTorch's warning when the loader would start more workers than the CPUs this process may use."""
+        if not self.num_workers:
+            return
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        if cpus is not None and self.num_workers <= cpus:
+            return
+        suggestion = (
+            "DataLoader is not able to compute a suggested max number of worker in current system."
+            if cpus is None
+            else f"Our suggested max number of worker in current system is {cpus}"
+            f"{'' if hasattr(os, 'sched_getaffinity') else ' (`cpuset` is not taken into account)'}, "
+            "which is smaller than what this DataLoader is going to create."
+        )
+        warnings.warn(
+            f"This DataLoader will create {self.num_workers} worker processes in total. {suggestion} Please be aware "
+            "that excessive worker creation might get DataLoader running slow or even freeze, lower the worker "
+            "number to avoid potential slowness/freeze if necessary.",
+            stacklevel=3,
+        )
 
     @property
     def _auto_collation(self) -> bool:
@@ -448,11 +543,13 @@ class DataLoader:
     def __iter__(self):
         if self.num_workers == 0:
             return _SingleProcessIter(self)
+        if not (self.persistent_workers and self._workers is not None):
+            self._check_worker_number_rationality()  # PyTorch's, each time it makes a multi-process iterator
         return _MultiProcessIter(self)
 
     def __len__(self) -> int:
         if isinstance(self.dataset, IterableDataset):
-            length = len(self.dataset)
+            length = self._IterableDataset_len_called = len(self.dataset)
             if self.batch_size is not None:
                 length = length // self.batch_size if self.drop_last else -(-length // self.batch_size)
             return length

@@ -72,6 +72,7 @@ class TensorDataset(Dataset):
     def _collated(self, indices: list[int], leaves) -> tuple:
         """``default_collate`` of the samples at ``indices``: one host gather per tensor, not one slice per sample."""
         devices = self.__dict__.get("_source_devices") or [t.device.name for t in self.tensors]
+        indices = list(indices)  # a batch sampler may yield tuples, which numpy would read as one index per axis
         return tuple(
             leaves.array(array[indices], t.dtype.name, device)
             for t, array, device in zip(self.tensors, self._host_arrays(), devices)

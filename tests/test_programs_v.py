@@ -1,0 +1,26 @@
+"""More official PyTorch tutorials (tests/programs/) run under vkml as under PyTorch, by their import lines
+alone: "Learn the Basics" (quickstart_basics), each docstring lists the idioms it checks.
+
+The comparisons run with ``make test-all`` (``-m stress``); ``make test`` runs the gaps they found
+(tests/test_program_fixes_v.py).
+"""
+
+from __future__ import annotations
+
+from test_programs import program_tests
+
+# name: (steps, rtol)
+PROGRAMS = {
+    "quickstart_basics": (3, 1e-4),
+}
+VARIANTS = {
+    "quickstart_basics": [
+        {"PART": "tensors"},
+        {"PART": "datasets"},
+        {"PART": "build_model"},
+        {"PART": "autograd"},
+        {"PART": "optimization"},
+    ],
+}
+
+test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tests(PROGRAMS, VARIANTS)

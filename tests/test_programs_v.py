@@ -12,6 +12,7 @@ from test_programs import program_tests
 # name: (steps, rtol)
 PROGRAMS = {
     "quickstart_basics": (3, 1e-4),
+    "blitz_cifar": (3, 1e-4),
 }
 VARIANTS = {
     "quickstart_basics": [
@@ -21,6 +22,10 @@ VARIANTS = {
         {"PART": "autograd"},
         {"PART": "optimization"},
     ],
+    "blitz_cifar": [{"PART": "neural_networks"}],
 }
 
-test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tests(PROGRAMS, VARIANTS)
+# the programs that pick a device by torch.cuda.is_available(): both libraries on the CPU for the comparison
+CONSTANTS = {"blitz_cifar": {"USE_CUDA": False}}
+
+test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tests(PROGRAMS, VARIANTS, CONSTANTS)

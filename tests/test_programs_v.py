@@ -13,6 +13,7 @@ from test_programs import program_tests
 PROGRAMS = {
     "quickstart_basics": (3, 1e-4),
     "blitz_cifar": (3, 1e-4),
+    "char_rnn_generation": (4, 1e-4),
 }
 VARIANTS = {
     "quickstart_basics": [

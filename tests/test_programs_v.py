@@ -14,6 +14,7 @@ PROGRAMS = {
     "quickstart_basics": (3, 1e-4),
     "blitz_cifar": (3, 1e-4),
     "char_rnn_generation": (4, 1e-4),
+    "seq2seq_translation": (4, 1e-4),
 }
 VARIANTS = {
     "quickstart_basics": [
@@ -24,6 +25,7 @@ VARIANTS = {
         {"PART": "optimization"},
     ],
     "blitz_cifar": [{"PART": "neural_networks"}],
+    "seq2seq_translation": [{"ATTENTION": False}],
 }
 
 # the programs that pick a device by torch.cuda.is_available(): both libraries on the CPU for the comparison

@@ -15,6 +15,7 @@ PROGRAMS = {
     "blitz_cifar": (3, 1e-4),
     "char_rnn_generation": (4, 1e-4),
     "seq2seq_translation": (4, 1e-4),
+    "transformer_lm_tutorial": (4, 1e-4),
 }
 VARIANTS = {
     "quickstart_basics": [
@@ -26,6 +27,7 @@ VARIANTS = {
     ],
     "blitz_cifar": [{"PART": "neural_networks"}],
     "seq2seq_translation": [{"ATTENTION": False}],
+    "transformer_lm_tutorial": [{"BEST": "state_dict"}],
 }
 
 # the programs that pick a device by torch.cuda.is_available(): both libraries on the CPU for the comparison

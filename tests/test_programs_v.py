@@ -16,6 +16,7 @@ PROGRAMS = {
     "char_rnn_generation": (4, 1e-4),
     "seq2seq_translation": (4, 1e-4),
     "transformer_lm_tutorial": (4, 1e-4),
+    "text_classification_tutorial": (6, 1e-4),
 }
 VARIANTS = {
     "quickstart_basics": [

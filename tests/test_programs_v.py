@@ -17,6 +17,7 @@ PROGRAMS = {
     "seq2seq_translation": (4, 1e-4),
     "transformer_lm_tutorial": (4, 1e-4),
     "text_classification_tutorial": (6, 1e-4),
+    "nlp_basics_tutorial": (3, 1e-4),
 }
 VARIANTS = {
     "quickstart_basics": [
@@ -29,6 +30,7 @@ VARIANTS = {
     "blitz_cifar": [{"PART": "neural_networks"}],
     "seq2seq_translation": [{"ATTENTION": False}],
     "transformer_lm_tutorial": [{"BEST": "state_dict"}],
+    "nlp_basics_tutorial": [{"PART": "bow"}, {"PART": "ngram"}],
 }
 
 # the programs that pick a device by torch.cuda.is_available(): both libraries on the CPU for the comparison

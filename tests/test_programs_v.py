@@ -18,6 +18,7 @@ PROGRAMS = {
     "transformer_lm_tutorial": (4, 1e-4),
     "text_classification_tutorial": (6, 1e-4),
     "nlp_basics_tutorial": (3, 1e-4),
+    "distillation_tutorial": (3, 1e-4),
 }
 VARIANTS = {
     "quickstart_basics": [
@@ -31,6 +32,7 @@ VARIANTS = {
     "seq2seq_translation": [{"ATTENTION": False}],
     "transformer_lm_tutorial": [{"BEST": "state_dict"}],
     "nlp_basics_tutorial": [{"PART": "bow"}, {"PART": "ngram"}],
+    "distillation_tutorial": [{"LOSS": "cosine"}, {"LOSS": "regressor"}],
 }
 
 # the programs that pick a device by torch.cuda.is_available(): both libraries on the CPU for the comparison

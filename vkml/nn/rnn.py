@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import warnings
 
-from ..frontend import amp, creation
+from ..frontend import amp, autograd, creation
 from ..frontend import operators as functions
 from ..frontend import random as vkrandom
 from ..frontend.autograd_api import Function, FunctionCtx, enable_grad, is_grad_enabled
@@ -645,8 +645,8 @@ class _RNNBase(Module):
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
                 keep = vkrandom.keep_mask(x.shape, self.dropout, x.device)
                 x = functions.where(keep, x * (1.0 / (1.0 - self.dropout)), 0.0) if self.dropout < 1 else x * 0.0
-        h_n = functions.cat(last_h, 0)
-        c_n = functions.cat(last_c, 0) if lstm else None
+        h_n = _stacked_states(last_h)
+        c_n = _stacked_states(last_c) if lstm else None
         # time-major, PyTorch's output is contiguous (LSTM's rows are h of an (h, c) pair): old code flattens
         # it by output.view(seq * batch, hidden); batch_first gives its transpose, as PyTorch's
         x = x.contiguous()
@@ -657,6 +657,15 @@ class _RNNBase(Module):
         elif batch_first:
             x = functions.transpose(x, 0, 1)
         return x, h_n, c_n
+
+
+def _stacked_states(states: list):
+    """The final states of each layer and direction, (1, batch, h) each, joined as ``h_n``: a ``cat``, shown
+    as PyTorch's one ``StackBackward0`` node (``print(hidden)`` writes its name)."""
+    joined = functions.cat(states, 0)
+    if joined._ctx is not None and is_grad_enabled():
+        autograd.show(joined, "StackBackward0", tuple(autograd.edge(state) for state in states))
+    return joined
 
 
 class RNNBase(_RNNBase):

@@ -1,0 +1,41 @@
+"""More official PyTorch tutorials (tests/programs/) run under vkml as under PyTorch, by their import lines
+alone: "Learn the Basics" (quickstart_basics), each docstring lists the idioms it checks.
+
+The comparisons run with ``make test-all`` (``-m stress``); ``make test`` runs the gaps they found
+(tests/test_program_fixes_v.py).
+"""
+
+from __future__ import annotations
+
+from test_programs import program_tests
+
+# name: (steps, rtol)
+PROGRAMS = {
+    "quickstart_basics": (3, 1e-4),
+    "blitz_cifar": (3, 1e-4),
+    "char_rnn_generation": (4, 1e-4),
+    "seq2seq_translation": (4, 1e-4),
+    "transformer_lm_tutorial": (4, 1e-4),
+    "text_classification_tutorial": (6, 1e-4),
+    "nlp_basics_tutorial": (3, 1e-4),
+    "distillation_tutorial": (3, 1e-4),
+}
+VARIANTS = {
+    "quickstart_basics": [
+        {"PART": "tensors"},
+        {"PART": "datasets"},
+        {"PART": "build_model"},
+        {"PART": "autograd"},
+        {"PART": "optimization"},
+    ],
+    "blitz_cifar": [{"PART": "neural_networks"}],
+    "seq2seq_translation": [{"ATTENTION": False}],
+    "transformer_lm_tutorial": [{"BEST": "state_dict"}],
+    "nlp_basics_tutorial": [{"PART": "bow"}, {"PART": "ngram"}],
+    "distillation_tutorial": [{"LOSS": "cosine"}, {"LOSS": "regressor"}],
+}
+
+# the programs that pick a device by torch.cuda.is_available(): both libraries on the CPU for the comparison
+CONSTANTS = {"blitz_cifar": {"USE_CUDA": False}}
+
+test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tests(PROGRAMS, VARIANTS, CONSTANTS)

@@ -317,6 +317,14 @@ def is_anomaly_check_nan_enabled() -> bool:
     return _AnomalyMode.check_nan
 
 
+def records_composites_whole() -> bool:
+    """Whether a composite (linear, dropout, cross_entropy) may record as ONE op with its own rule: grad mode
+    on and nothing that must see its operators' ops one by one (saved-tensor hooks, a checkpoint's op count
+    (``watch``), anomaly mode). Callers check autocast and their operands themselves."""
+    mode = _mode
+    return mode.enabled and mode.saved_hooks is None and mode.watch is None and not _AnomalyMode.enabled
+
+
 class set_detect_anomaly:
     """Turn anomaly detection on or off (a function call, or a context that restores the old mode).
 

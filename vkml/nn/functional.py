@@ -146,8 +146,7 @@ def _linear_recorded(input, weight, bias):
     three ops' rules build, op for op. One context instead of three: a third of the recording's work,
     and of the backward's rules. Saved-tensor hooks, a checkpoint's op count, anomaly mode and autocast
     see the three ops, as before."""
-    mode = autograd._mode
-    if not mode.enabled or mode.saved_hooks is not None or mode.watch is not None or autograd._AnomalyMode.enabled:
+    if not autograd.records_composites_whole():
         return None
     if (
         input.__class__ not in _PLAIN_TENSORS
@@ -173,11 +172,11 @@ def _linear_recorded(input, weight, bias):
     if node is not None:
         out = _Tensor(node)
     else:
-        mode.enabled = False  # no_grad() for the value, without its object
+        autograd._mode.enabled = False  # no_grad() for the value, without its object
         try:
             out = functions.matmul(input, functions.transpose(weight, 0, 1)) + bias
         finally:
-            mode.enabled = True
+            autograd._mode.enabled = True
     return autograd.record("linear", (input, weight, bias), out)
 
 
@@ -765,8 +764,7 @@ def _dropout_recorded(x, keep, scale: float):
     """``where(keep, x * scale, 0.0)`` as ONE recorded op ``dropout`` (float32, lazy mode, grad mode on,
     nothing watching the graph, as ``_linear_recorded``), or None: the same nodes, built directly, and one
     context where the operators record two (``dropout`` shows it as PyTorch's ``MulBackward0``)."""
-    mode = autograd._mode
-    if not mode.enabled or mode.saved_hooks is not None or mode.watch is not None or autograd._AnomalyMode.enabled:
+    if not autograd.records_composites_whole():
         return None
     if x.__class__ not in _PLAIN_TENSORS or not x.requires_grad or _amp._state.dtypes:
         return None

@@ -35,8 +35,7 @@ def recorded(input, target, ignore_index: int, reduction: str):
     """``cross_entropy(input, target, ignore_index=, reduction=)`` as one recorded op, or None where the
     composite must run: another dtype or rank, a target the composite refuses (its errors), grad mode off,
     or saved-tensor hooks, a checkpoint's op count, anomaly mode or autocast watching the ops."""
-    mode = autograd._mode
-    if not mode.enabled or mode.saved_hooks is not None or mode.watch is not None or autograd._AnomalyMode.enabled:
+    if not autograd.records_composites_whole():
         return None
     if input.__class__ not in _PLAIN_TENSORS or target.__class__ not in _PLAIN_TENSORS or _amp._state.dtypes:
         return None
@@ -45,7 +44,7 @@ def recorded(input, target, ignore_index: int, reduction: str):
     shape = input.shape
     if len(shape) != 2 or target.shape != shape[:1]:
         return None
-    mode.enabled = False  # no_grad() for the value, without its object
+    autograd._mode.enabled = False  # no_grad() for the value, without its object
     try:
         message = F._out_of_bounds("cross_entropy", "Target", shape[1])
         if lazy.is_eager() or memory_format.ACTIVE or input.device is not target.device or 0 in shape:
@@ -63,7 +62,7 @@ def recorded(input, target, ignore_index: int, reduction: str):
             loss_node = _loss_node(logp.node, hits.node, valid.node, count_node, reduction)
             count, loss = _Tensor(count_node), _Tensor(loss_node)
     finally:
-        mode.enabled = True
+        autograd._mode.enabled = True
     # the rule reads no operand's value but the op's own intermediates: kept as operands, released by backward
     return autograd.record("cross_entropy", (input, logp, hits, valid, count), loss, {"reduction": reduction})
 

@@ -68,6 +68,9 @@ def workloads(device, quick: bool) -> dict:
     a, b = (vkml.tensor(rng.standard_normal(n, dtype=np.float32), device=device) for _ in range(2))
     x = vkml.tensor(rng.standard_normal((rows, cols), dtype=np.float32), device=device)
     w, bias = (vkml.tensor(rng.standard_normal(cols, dtype=np.float32), device=device) for _ in range(2))
+    # bench.py's op rows: rows of 1,024 (16384 x 1024; quick 512 x 1024), one workgroup a row
+    short = vkml.tensor(rng.standard_normal((512 if quick else 16384, 1024), dtype=np.float32), device=device)
+    w_short, b_short = (vkml.tensor(rng.standard_normal(1024, dtype=np.float32), device=device) for _ in range(2))
     return {
         "add": lambda: a + b,
         "chain8": lambda: chain8(vkml, a, b),
@@ -75,6 +78,9 @@ def workloads(device, quick: bool) -> dict:
         "sum_axis0": lambda: x.sum(0),
         "softmax": lambda: vkml.softmax(x, -1),
         "layer_norm": lambda: vkml.nn.functional.layer_norm(x, (cols,), w, bias),
+        "softmax_1024": lambda: vkml.softmax(short, -1),
+        "layer_norm_1024": lambda: vkml.nn.functional.layer_norm(short, (1024,), w_short, b_short),
+        "sum_rows_1024": lambda: short.sum(-1),
     }
 
 

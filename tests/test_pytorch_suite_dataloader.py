@@ -146,6 +146,19 @@ def random_split_lengths_past_the_end(m):
 
 
 @sc
+def random_split_warns_of_an_empty_split(m):
+    parts = D(m).random_split(range(1), [0.5, 0.5], generator=m.Generator().manual_seed(0))
+    return [list(p) for p in parts]
+
+
+@sc
+def random_split_of_a_tensor_dataset_by_fractions(m):
+    ds = D(m).TensorDataset(m.arange(10.0), m.arange(10))
+    parts = D(m).random_split(ds, [0.3, 0.7], generator=m.Generator().manual_seed(4))
+    return [[p[i] for i in range(len(p))] for p in parts], [type(p).__name__ for p in parts]
+
+
+@sc
 def random_split_draws_from_the_default_generator(m):
     m.manual_seed(5)
     D(m).random_split(range(10), [5, 5])
@@ -912,6 +925,12 @@ def default_collate_nested_dicts_and_namedtuples(m):
 def default_collate_bfloat16_and_float16_tensors(m):
     c = D(m).default_collate
     return c([m.ones(2, dtype=m.bfloat16), m.zeros(2, dtype=m.bfloat16)]), c([m.ones(1, dtype=m.float16)])
+
+
+@sc
+def default_collate_in_the_main_process_is_not_shared(m):
+    t_in, n_in = m.zeros(1), np.zeros(1)
+    return t_in.is_shared(), D(m).default_collate([t_in]).is_shared(), D(m).default_collate([n_in]).is_shared()
 
 
 @sc

@@ -1046,6 +1046,28 @@ def worker_seeds_after_manual_seed(m):
     return sorted(int(b) for b in D(m).DataLoader(SeedDataset(m, 3), batch_size=1, num_workers=3))
 
 
+class RandomDrawsDataset:
+    """Each sample is a draw of numpy's, Python's and the library's global generators in the worker."""
+
+    def __init__(self, m):
+        self.m = m
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        import random
+
+        return np.random.rand(), random.random(), self.m.rand(1).item()
+
+
+@slow
+def worker_global_generators_are_seeded_as_in_pytorch(m):
+    """PyTorch seeds numpy with its _generate_state(base seed, worker id) and Python and torch with the seed."""
+    dl = D(m).DataLoader(RandomDrawsDataset(m), batch_size=2, num_workers=2, generator=m.Generator().manual_seed(5))
+    return list(dl)
+
+
 class MultiEpochDataset:
     def __init__(self, m, length):
         self.m, self.length = m, length
@@ -1395,3 +1417,15 @@ def test_tensor_dataset_on_vulkan_shuffles_as_torch(gpu) -> None:
         return batches, [str(x.device).split(":")[0] in ("cpu", "vulkan") for x, _ in batches]
 
     check(scenario)
+
+
+def test_numpy_worker_seed_state_is_pytorchs() -> None:
+    """PyTorch's test_numpy_gen_state: the numpy state a worker is seeded with, from (base seed, worker id)."""
+    from torch.utils.data._utils.worker import _generate_state
+
+    from vkml.utils.data.dataloader import _numpy_state
+
+    rng = np.random.default_rng(3)
+    for worker_id, base_seed in [(0, 0), (15, 2**64 - 1), *zip(rng.integers(0, 16, 20), rng.integers(0, 2**63, 20))]:
+        want = [int(v) for v in _generate_state(int(base_seed), int(worker_id))]
+        assert [int(v) for v in _numpy_state(int(base_seed), int(worker_id))] == want

@@ -1041,6 +1041,18 @@ def worker_seeds_from_a_seeded_generator(m):
 
 
 @slow
+def worker_seeds_over_epochs(m):
+    """A new base seed per epoch, drawn from the generator; persistent workers keep theirs."""
+    out = []
+    for persistent in (False, True):
+        dl = D(m).DataLoader(
+            SeedDataset(m, 2), num_workers=2, persistent_workers=persistent, generator=m.Generator().manual_seed(9)
+        )
+        out.append([sorted(int(b) for b in dl) for _ in range(2)])
+    return out
+
+
+@slow
 def worker_seeds_after_manual_seed(m):
     m.manual_seed(8)
     return sorted(int(b) for b in D(m).DataLoader(SeedDataset(m, 3), batch_size=1, num_workers=3))

@@ -146,6 +146,19 @@ def random_split_lengths_past_the_end(m):
 
 
 @sc
+def random_split_warns_of_an_empty_split(m):
+    parts = D(m).random_split(range(1), [0.5, 0.5], generator=m.Generator().manual_seed(0))
+    return [list(p) for p in parts]
+
+
+@sc
+def random_split_of_a_tensor_dataset_by_fractions(m):
+    ds = D(m).TensorDataset(m.arange(10.0), m.arange(10))
+    parts = D(m).random_split(ds, [0.3, 0.7], generator=m.Generator().manual_seed(4))
+    return [[p[i] for i in range(len(p))] for p in parts], [type(p).__name__ for p in parts]
+
+
+@sc
 def random_split_draws_from_the_default_generator(m):
     m.manual_seed(5)
     D(m).random_split(range(10), [5, 5])
@@ -915,6 +928,12 @@ def default_collate_bfloat16_and_float16_tensors(m):
 
 
 @sc
+def default_collate_in_the_main_process_is_not_shared(m):
+    t_in, n_in = m.zeros(1), np.zeros(1)
+    return t_in.is_shared(), D(m).default_collate([t_in]).is_shared(), D(m).default_collate([n_in]).is_shared()
+
+
+@sc
 def default_collate_empty_batch(m):
     return D(m).default_collate([])
 
@@ -1022,9 +1041,43 @@ def worker_seeds_from_a_seeded_generator(m):
 
 
 @slow
+def worker_seeds_over_epochs(m):
+    """A new base seed per epoch, drawn from the generator; persistent workers keep theirs."""
+    out = []
+    for persistent in (False, True):
+        dl = D(m).DataLoader(
+            SeedDataset(m, 2), num_workers=2, persistent_workers=persistent, generator=m.Generator().manual_seed(9)
+        )
+        out.append([sorted(int(b) for b in dl) for _ in range(2)])
+    return out
+
+
+@slow
 def worker_seeds_after_manual_seed(m):
     m.manual_seed(8)
     return sorted(int(b) for b in D(m).DataLoader(SeedDataset(m, 3), batch_size=1, num_workers=3))
+
+
+class RandomDrawsDataset:
+    """Each sample is a draw of numpy's, Python's and the library's global generators in the worker."""
+
+    def __init__(self, m):
+        self.m = m
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        import random
+
+        return np.random.rand(), random.random(), self.m.rand(1).item()
+
+
+@slow
+def worker_global_generators_are_seeded_as_in_pytorch(m):
+    """PyTorch seeds numpy with its _generate_state(base seed, worker id) and Python and torch with the seed."""
+    dl = D(m).DataLoader(RandomDrawsDataset(m), batch_size=2, num_workers=2, generator=m.Generator().manual_seed(5))
+    return list(dl)
 
 
 class MultiEpochDataset:
@@ -1376,3 +1429,15 @@ def test_tensor_dataset_on_vulkan_shuffles_as_torch(gpu) -> None:
         return batches, [str(x.device).split(":")[0] in ("cpu", "vulkan") for x, _ in batches]
 
     check(scenario)
+
+
+def test_numpy_worker_seed_state_is_pytorchs() -> None:
+    """PyTorch's test_numpy_gen_state: the numpy state a worker is seeded with, from (base seed, worker id)."""
+    from torch.utils.data._utils.worker import _generate_state
+
+    from vkml.utils.data.dataloader import _numpy_state
+
+    rng = np.random.default_rng(3)
+    for worker_id, base_seed in [(0, 0), (15, 2**64 - 1), *zip(rng.integers(0, 16, 20), rng.integers(0, 2**63, 20))]:
+        want = [int(v) for v in _generate_state(int(base_seed), int(worker_id))]
+        assert [int(v) for v in _numpy_state(int(base_seed), int(worker_id))] == want

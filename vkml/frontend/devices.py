@@ -96,7 +96,7 @@ def _named(spec, index: int | None) -> Device:
         if isinstance(index, bool) or not isinstance(index, int) or index < 0:
             raise DeviceError(f"device(): the index must be a non-negative int, got {index!r}")
         name = f"{name}:{index}"
-    if name == "cpu":
+    if name in ("cpu", "cpu:0"):  # PyTorch's CPU device takes index 0; vkml's one CPU device is named "cpu"
         return CPU
     if name in ("meta", "meta:0"):
         return META

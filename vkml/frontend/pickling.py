@@ -251,6 +251,7 @@ SAFE_GLOBALS = {
     ("_codecs", "encode"): codecs.encode,  # bytes at pickle protocol 2
     ("builtins", "set"): set,
     ("builtins", "frozenset"): frozenset,
+    ("builtins", "bytearray"): bytearray,  # PyTorch's weights-only load takes byte arrays too
 }
 
 

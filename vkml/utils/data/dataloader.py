@@ -103,6 +103,13 @@ def _next_iterable(iterator, auto_collation: bool, batch_size: int | None, drop_
     return collate_fn(data)
 
 
+def _numpy_state(base_seed: int, worker_id: int) -> np.ndarray:
+    """The seed of numpy's global generator in a worker: PyTorch's ``_generate_state``, which is numpy's
+    ``SeedSequence`` of (worker id, low and high words of the base seed) drawn to four words, so that a
+    dataset drawing ``np.random`` in its workers gets PyTorch's numbers for the same seed."""
+    return np.random.SeedSequence([worker_id, base_seed & 0xFFFFFFFF, base_seed >> 32]).generate_state(4)
+
+
 def _worker_loop(
     dataset,
     index_queue,
@@ -125,10 +132,10 @@ def _worker_loop(
     global _worker_info
     result_queue.cancel_join_thread()
     _collate.enter_worker()
+    np.random.seed(_numpy_state(seed, worker_id))
     seed = seed + worker_id
     random.seed(seed)
     _random.manual_seed(seed)
-    np.random.seed(seed % (1 << 32))
     _worker_info = WorkerInfo(worker_id, n, seed, dataset)
     iterable = isinstance(dataset, IterableDataset)
     init_error = None

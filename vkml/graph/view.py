@@ -17,7 +17,6 @@ or a write at any position runs one kernel.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 
@@ -93,7 +92,7 @@ class View:
     def numel(self) -> int:
         return math.prod(self.shape)
 
-    @functools.cached_property  # in the instance's dict once computed (views are kept and shared: read often)
+    @property
     def is_contiguous(self) -> bool:
         """Maps index i of its shape to buffer position i."""
         return self.offset == 0 and self.mask is None and self.strides == contiguous_strides(self.shape)
@@ -395,7 +394,7 @@ class ViewStack:
     def top(self) -> View:
         return self.views[-1]
 
-    @functools.cached_property  # as View's
+    @property
     def is_contiguous(self) -> bool:
         return len(self.views) == 1 and self.views[0].is_contiguous
 

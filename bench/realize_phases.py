@@ -10,7 +10,10 @@ the time inside ``device.run`` and before its first call, and the counters that 
 runs without timestamps give the wall time a user sees, and 200 more the host's own time per
 realize: the realize's wall time less the time inside driver calls (Vulkan) or the
 interpreter (``device.run`` on the CPU), and how much of it comes before the submission.
-``--profile`` adds a cProfile of 20 more runs. ``--bytecodes`` prints instead the Python bytecodes of one steady call per phase (``sys.settrace``
+``--profile`` adds a cProfile of 20 more runs. ``--driver-calls`` prints instead, per row, the median
+wall time of a realize and its ``synchronize()``, its Python outside the driver, the time from the
+submission's return to the fence's first signalled poll, and each Vulkan function's time a call
+(issue 20: what the fixed cost beyond the GPU's time is made of). ``--bytecodes`` prints instead the Python bytecodes of one steady call per phase (``sys.settrace``
 opcode events, each charged to the innermost phase function on its stack: the same on a loaded
 machine; docs/benchmarks.md, session 19). ``--small`` takes shapes a CPU driver (lavapipe)
 or the CPU device runs in a moment, for the host's side. docs/benchmarks.md (session 9) has its
@@ -177,6 +180,71 @@ def host_time(device, fn, repeats: int = 200) -> None:
     )
 
 
+def driver_calls(device, fn, repeats: int = 200) -> None:
+    """Print where a realize and the ``synchronize()`` after it spend their wall time, median µs per call of
+    each: the whole, the Python outside the driver, and each Vulkan function called (its time a call and its
+    calls a realize); then the time from ``vkQueueSubmit``'s return to the fence's first signalled poll
+    (the GPU's work plus its launch latency). Vulkan only."""
+    if device.kind != "vulkan":
+        print("  --driver-calls: a Vulkan device only")
+        return
+    lib = device.logical.lib
+    holders = [o for o in (device.logical, device.recordings, device.descriptors, device.transfers) if o.lib is lib]
+    calls: dict[str, list] = {}
+    marks = [0.0, 0.0]  # the last submission's return, the first signalled fence poll after it
+
+    class Timed:
+        def __getattr__(self, name):
+            function = getattr(lib, name)
+            if not callable(function):
+                return function
+            spent = calls.setdefault(name, [])
+
+            def timed(*args):
+                start = time.perf_counter()
+                result = function(*args)
+                end = time.perf_counter()
+                spent.append(end - start)
+                if name == "vkQueueSubmit":
+                    marks[0], marks[1] = end, 0.0
+                elif name in ("vkGetFenceStatus", "vkWaitForFences") and result == 0 and not marks[1]:
+                    marks[1] = end
+                return result
+
+            setattr(self, name, timed)
+            return timed
+
+    walls, outside, latency = [], [], []
+    timed = Timed()
+    for holder in holders:
+        holder.lib = timed
+    try:
+        for _ in range(repeats):
+            out = fn()
+            before = sum(len(v) for v in calls.values()), sum(sum(v) for v in calls.values())
+            t0 = time.perf_counter()
+            vkml.realize(*out)
+            device.synchronize()
+            t1 = time.perf_counter()
+            inside = sum(sum(v) for v in calls.values()) - before[1]
+            walls.append(t1 - t0)
+            outside.append(t1 - t0 - inside)
+            if marks[1]:
+                latency.append(marks[1] - marks[0])
+            del out
+    finally:
+        for holder in holders:
+            holder.lib = lib
+
+    def median(values):
+        return sorted(values)[len(values) // 2] * 1e6 if values else float("nan")
+
+    print(f"  realize + synchronize: median {median(walls):.1f} µs, Python outside the driver {median(outside):.1f} µs")
+    print(f"  submit's return to the fence's first signalled poll: median {median(latency):.1f} µs")
+    for name, spent in sorted(calls.items(), key=lambda item: -sum(item[1])):
+        print(f"    {name:28s} {median(spent):8.1f} µs a call, {len(spent) / repeats:5.1f} calls a realize")
+
+
 def phases(device, fn) -> None:
     for _ in range(3):
         vkml.realize(*fn())
@@ -305,11 +373,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--small", action="store_true", help="shapes a CPU driver runs in a moment")
     parser.add_argument("--bytecodes", action="store_true", help="bytecodes of a steady call by phase")
+    parser.add_argument("--driver-calls", action="store_true", help="the driver's calls of a realize and its wait")
     args = parser.parse_args(argv)
     device = vkml.device(args.device) if args.device else vkml.best_device()
     made = cases(device, args.small)
     if args.bytecodes:
         print_bytecodes(device, made, args.rows or list(made))
+        return 0
+    if args.driver_calls:
+        for name in args.rows or list(made):
+            print(name)
+            for _ in range(5):  # plans, compiles and records; then replays
+                vkml.realize(*made[name]())
+                device.synchronize()
+            driver_calls(device, made[name])
         return 0
     for name in args.rows or list(made):
         print(name)

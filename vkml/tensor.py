@@ -901,7 +901,7 @@ class SavedTensor(Tensor):
         owner = self._owner
         if owner is None:
             return self._node
-        if autograd._inference_owners and autograd.is_inference_owner(owner):
+        if autograd._inference_entries and autograd.is_inference_owner(owner):
             raise RuntimeError(autograd.INFERENCE_SAVED)
         visible, writes, chain = self._expected
         if owner._vcount == writes:

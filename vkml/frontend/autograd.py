@@ -262,6 +262,10 @@ class inference_mode(no_grad):
 # storage (a view) is not, as in PyTorch. Keyed by id (a Tensor's == is elementwise); an entry goes with
 # its tensor, so a reused id is never found.
 _inference_owners: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+# "Any inference tensor alive?", asked by every recorded op and every saved tensor read: the mapping's own dict,
+# whose truth is C's (the mapping's ``__len__`` is Python code). An entry whose tensor just died may linger there
+# until its callback runs, which only costs that look the exact check (``is_inference_owner``).
+_inference_entries: dict = _inference_owners.data
 
 INFERENCE_SAVED = (
     "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference mode in "
@@ -292,7 +296,7 @@ def is_inference(input) -> bool:
 
 def check_inference_write(t, what: str = "inplace") -> None:
     """PyTorch's refusal to write (or set requires_grad on) an inference tensor outside inference_mode."""
-    if _mode.inference or not _inference_owners or not is_inference(t):
+    if _mode.inference or not _inference_entries or not is_inference(t):
         return
     if what == "requires_grad":
         raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
@@ -649,7 +653,7 @@ def record(name: str, operands, out, attrs: dict | None = None):
     if rule is None:
         return out
     hooks = _mode.saved_hooks
-    if hooks is not None or _inference_owners:  # rare: saved-tensor hooks, or inference tensors exist
+    if hooks is not None or _inference_entries:  # rare: saved-tensor hooks, or inference tensors exist
         saved, output = _saved_checked(name, operands, out, hooks)
     else:
         saved = []
@@ -685,7 +689,7 @@ def _saved_checked(name: str, operands, out, hooks) -> tuple[list, object]:
         pack = False
     elif pack and name in _RESULT_ALSO_SAVING_RULES:
         pack_result = name != "pow" or G.is_tensor(operands[1])  # pow by a number saves its input alone
-    refuse_inference = reads_values and bool(_inference_owners)
+    refuse_inference = reads_values and bool(_inference_entries)
     saved = []
     for x in operands:
         if not G.is_tensor(x):

@@ -1,12 +1,14 @@
 """PyTorch parity gaps closed in session 21, each against torch CPU: ``Tensor.set_`` in its four forms
 (storage shared both ways, old views keeping the old storage, PyTorch's errors); ``torch.utils._pytree``
-(containers, specs, maps, errors, registered nodes) and ``vkml.func`` over its pytrees."""
+(containers, specs, maps, errors, registered nodes) and ``vkml.func`` over its pytrees; topk's ties where
+docs/ops/topk.md says they agree with PyTorch's CPU."""
 
 from __future__ import annotations
 
 import collections
 import warnings
 
+import numpy as np
 import pytest
 import torch
 import torch.utils._pytree as torch_pytree
@@ -258,3 +260,60 @@ def test_func_grad_over_named_tuples_and_ordered_dicts():
     want = torch.autograd.grad(loss(Params(tw, {"bias": tb}), {"x": torch.tensor([3.0, 4.0])}), (tw, tb))
     assert type(g) is Params and type(g.b) is collections.OrderedDict
     assert (g.w.tolist(), g.b["bias"].item()) == (want[0].tolist(), want[1].item())
+
+
+# ---------------------------------------------------------------------- topk's ties (docs/ops/topk.md)
+
+
+def _topk_rule_cases(count: int, seed: int):
+    """Rows with ties where docs/ops/topk.md says vkml's indices are PyTorch's: (x, k, largest, whole) with
+    ``whole`` True where the sorted indices agree, False where only the chosen set does."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    while len(cases) < count:
+        n = int(rng.integers(1, 200))
+        k = int(rng.integers(1, n + 1))
+        largest = bool(rng.integers(0, 2))
+        x = rng.integers(0, int(rng.integers(1, 3 * n + 2)), n).astype(np.float32)
+        if len(cases) % 4 == 0:
+            x[rng.integers(0, n, 2)] = np.nan
+        key = np.where(np.isnan(x), -np.inf, -x) if largest else np.where(np.isnan(x), np.inf, x)
+        order = np.lexsort((np.arange(n), key))
+        boundary_tie = k < n and key[order[k]] == key[order[k - 1]]
+        distinct = len(set(key[order[:k]].tolist())) == k
+        whole = n <= 3 or (k == 1 and n >= 64) or (distinct and not boundary_tie)
+        if whole or not boundary_tie:
+            cases.append((x, k, largest, whole))
+    return cases
+
+
+def _check_topk_rules(cases, device):
+    for x, k, largest, whole in cases:
+        got = vkml.tensor(x, device=device).topk(k, largest=largest).indices.tolist()
+        want = torch.from_numpy(x).topk(k, largest=largest).indices.tolist()
+        assert (got == want) if whole else (set(got) == set(want)), (x.tolist(), k, largest)
+
+
+def test_topk_ties_agree_where_the_page_says():
+    _check_topk_rules(_topk_rule_cases(12, 0), "cpu")
+
+
+def test_topk_ties_agree_where_the_page_says_on_vulkan(gpu):
+    _check_topk_rules(_topk_rule_cases(2, 1), gpu)
+
+
+@pytest.mark.stress
+def test_topk_ties_agree_where_the_page_says_many():
+    _check_topk_rules(_topk_rule_cases(300, 2), "cpu")
+
+
+def test_topk_ties_named_differently_as_the_page_shows():
+    # the page's two examples: PyTorch's heap and introselect orders, vkml's position order
+    x = np.zeros(200, np.float32)
+    x[[5, 9, 20]] = 1
+    assert torch.from_numpy(x).topk(3).indices.tolist() == [20, 9, 5]
+    assert vkml.tensor(x).topk(3).indices.tolist() == [5, 9, 20]
+    y = np.zeros(10, np.float32)
+    y[[1, 5, 9]] = 1
+    assert torch.from_numpy(y).topk(1).indices.tolist() == [5]
+    assert vkml.tensor(y).topk(1).indices.tolist() == [vkml.tensor(y).argmax().item()] == [1]

@@ -368,3 +368,34 @@ def test_element_writes_and_reads_as_torch():
     for _ in range(12):
         ops = [tuple(int(v) for v in rng.integers(0, (7, 5, 4, 4))) for _ in range(int(rng.integers(1, 20)))]
         assert _writes_and_reads(vkml, ops) == _writes_and_reads(torch, ops), ops
+
+
+# ---------------------------------------------------------------------- a kernel's buffers stay under the cap
+
+
+def _selects_of_computed_scalars(lib, device, levels: int):
+    """A chain of selects, each over a scalar computed from the one before (what a loop of element writes
+    whose values depend on each other builds): the walk made each scalar a kernel of its own and the select
+    chain's kernel read them all, past what lavapipe binds (it crashed at submit)."""
+    t = lib.zeros(32, 32, device=device)
+    idx = lib.arange(1024, device=device).reshape(32, 32)
+    s = lib.full((), 1.0, device=device)
+    for k in range(levels):
+        s = s * 0.5 + float(k % 7)
+        t = lib.where(idx == (k * 37) % 1024, s, t)
+    return t
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_select_chain_over_computed_scalars_binds_few_buffers(device, request):
+    from vkml.schedule.scheduler import MAX_KERNEL_LOADS
+
+    dev = request.getfixturevalue("gpu") if device == "vulkan" else "cpu"
+    widths = []
+    vkml.debug.kernel_listeners.append(lambda kernel: widths.append(len(kernel.buffers)))
+    try:
+        got = _selects_of_computed_scalars(vkml, dev, 60).tolist()
+    finally:
+        vkml.debug.kernel_listeners.pop()
+    assert max(widths) <= MAX_KERNEL_LOADS + 1  # its reads and its output
+    assert got == _selects_of_computed_scalars(torch, "cpu", 60).tolist()

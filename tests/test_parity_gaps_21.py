@@ -1,12 +1,14 @@
 """PyTorch parity gaps closed in session 21, each against torch CPU: ``Tensor.set_`` in its four forms
 (storage shared both ways, old views keeping the old storage, PyTorch's errors); ``torch.utils._pytree``
-(containers, specs, maps, errors, registered nodes) and ``vkml.func`` over its pytrees."""
+(containers, specs, maps, errors, registered nodes) and ``vkml.func`` over its pytrees; topk's ties where
+docs/ops/topk.md says they agree with PyTorch's CPU."""
 
 from __future__ import annotations
 
 import collections
 import warnings
 
+import numpy as np
 import pytest
 import torch
 import torch.utils._pytree as torch_pytree
@@ -258,3 +260,142 @@ def test_func_grad_over_named_tuples_and_ordered_dicts():
     want = torch.autograd.grad(loss(Params(tw, {"bias": tb}), {"x": torch.tensor([3.0, 4.0])}), (tw, tb))
     assert type(g) is Params and type(g.b) is collections.OrderedDict
     assert (g.w.tolist(), g.b["bias"].item()) == (want[0].tolist(), want[1].item())
+
+
+# ---------------------------------------------------------------------- topk's ties (docs/ops/topk.md)
+
+
+def _topk_rule_cases(count: int, seed: int):
+    """Rows with ties where docs/ops/topk.md says vkml's indices are PyTorch's: (x, k, largest, whole) with
+    ``whole`` True where the sorted indices agree, False where only the chosen set does."""
+    rng = np.random.default_rng(seed)
+    cases = []
+    while len(cases) < count:
+        n = int(rng.integers(1, 200))
+        k = int(rng.integers(1, n + 1))
+        largest = bool(rng.integers(0, 2))
+        x = rng.integers(0, int(rng.integers(1, 3 * n + 2)), n).astype(np.float32)
+        if len(cases) % 4 == 0:
+            x[rng.integers(0, n, 2)] = np.nan
+        key = np.where(np.isnan(x), -np.inf, -x) if largest else np.where(np.isnan(x), np.inf, x)
+        order = np.lexsort((np.arange(n), key))
+        boundary_tie = k < n and key[order[k]] == key[order[k - 1]]
+        distinct = len(set(key[order[:k]].tolist())) == k
+        whole = n <= 3 or (k == 1 and n >= 64) or (distinct and not boundary_tie)
+        if whole or not boundary_tie:
+            cases.append((x, k, largest, whole))
+    return cases
+
+
+def _check_topk_rules(cases, device):
+    for x, k, largest, whole in cases:
+        got = vkml.tensor(x, device=device).topk(k, largest=largest).indices.tolist()
+        want = torch.from_numpy(x).topk(k, largest=largest).indices.tolist()
+        assert (got == want) if whole else (set(got) == set(want)), (x.tolist(), k, largest)
+
+
+def test_topk_ties_agree_where_the_page_says():
+    _check_topk_rules(_topk_rule_cases(6, 0), "cpu")
+
+
+def test_topk_ties_agree_where_the_page_says_on_vulkan(gpu):
+    _check_topk_rules(_topk_rule_cases(2, 1), gpu)
+
+
+@pytest.mark.stress
+def test_topk_ties_agree_where_the_page_says_many():
+    _check_topk_rules(_topk_rule_cases(300, 2), "cpu")
+
+
+def test_topk_ties_named_differently_as_the_page_shows():
+    # the page's two examples: PyTorch's heap and introselect orders, vkml's position order
+    x = np.zeros(200, np.float32)
+    x[[5, 9, 20]] = 1
+    assert torch.from_numpy(x).topk(3).indices.tolist() == [20, 9, 5]
+    assert vkml.tensor(x).topk(3).indices.tolist() == [5, 9, 20]
+    y = np.zeros(10, np.float32)
+    y[[1, 5, 9]] = 1
+    assert torch.from_numpy(y).topk(1).indices.tolist() == [5]
+    assert vkml.tensor(y).topk(1).indices.tolist() == [vkml.tensor(y).argmax().item()] == [1]
+
+
+# ---------------------------------------------------------------------- element writes in a Python loop
+
+
+def _element_loop(lib, device, writes: int):
+    m = lib.zeros(8, 8, device=device)
+    for i in range(writes):
+        m[i % 8, (3 * i) % 8] += 0.5 * (i % 5)
+    return m
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_element_add_in_a_loop_two_dispatches_a_write(device, request):
+    # ``m[i, j] += x`` is an in-place add through the view m[i, j], then Python's store of that view back
+    # into m[i, j]: a copy onto itself, which writes nothing now (3 dispatches a write before, 2 after)
+    dev = request.getfixturevalue("gpu") if device == "vulkan" else "cpu"
+    _element_loop(vkml, dev, 24).realize()
+    vkml.debug.reset_counters()
+    got = _element_loop(vkml, dev, 24).tolist()
+    assert vkml.debug.counters()["dispatches"] <= 2 * 24
+    assert got == _element_loop(torch, "cpu", 24).tolist()
+
+
+def _writes_and_reads(lib, ops):
+    t = lib.zeros(5, 4)
+    seen = []
+    for kind, i, j, x in ops:
+        if kind == 0:
+            t[i, j] += x
+        elif kind == 1:
+            t[i, j] *= x
+        elif kind == 2:
+            t[i] -= x
+        elif kind == 3:
+            row = t[i]
+            row[j] += x
+        elif kind == 4:
+            t[i, j] = t[j % 5, i % 4]
+        elif kind == 5:
+            seen.append(t[i, j] * 1.0)
+        else:
+            seen.append(t._version)
+    return [t.tolist(), [v if isinstance(v, int) else v.tolist() for v in seen]]
+
+
+def test_element_writes_and_reads_as_torch():
+    rng = np.random.default_rng(0)
+    for _ in range(12):
+        ops = [tuple(int(v) for v in rng.integers(0, (7, 5, 4, 4))) for _ in range(int(rng.integers(1, 20)))]
+        assert _writes_and_reads(vkml, ops) == _writes_and_reads(torch, ops), ops
+
+
+# ---------------------------------------------------------------------- a kernel's buffers stay under the cap
+
+
+def _selects_of_computed_scalars(lib, device, levels: int):
+    """A chain of selects, each over a scalar computed from the one before (what a loop of element writes
+    whose values depend on each other builds): the walk made each scalar a kernel of its own and the select
+    chain's kernel read them all, past what lavapipe binds (it crashed at submit)."""
+    t = lib.zeros(32, 32, device=device)
+    idx = lib.arange(1024, device=device).reshape(32, 32)
+    s = lib.full((), 1.0, device=device)
+    for k in range(levels):
+        s = s * 0.5 + float(k % 7)
+        t = lib.where(idx == (k * 37) % 1024, s, t)
+    return t
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+def test_select_chain_over_computed_scalars_binds_few_buffers(device, request):
+    from vkml.schedule.scheduler import MAX_KERNEL_LOADS
+
+    dev = request.getfixturevalue("gpu") if device == "vulkan" else "cpu"
+    widths = []
+    vkml.debug.kernel_listeners.append(lambda kernel: widths.append(len(kernel.buffers)))
+    try:
+        got = _selects_of_computed_scalars(vkml, dev, 60).tolist()
+    finally:
+        vkml.debug.kernel_listeners.pop()
+    assert max(widths) <= MAX_KERNEL_LOADS + 1  # its reads and its output
+    assert got == _selects_of_computed_scalars(torch, "cpu", 60).tolist()

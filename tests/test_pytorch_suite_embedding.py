@@ -862,20 +862,11 @@ _STRIDED_LAYOUT = (
     "vkml does not see a channels-last (or permuted) layout in a strided view of one: dropout's result keeps the "
     "default layout"
 )
-_BAG_INDEX_POSITION = (
-    "PyTorch's sum and mean bags without padding_idx name the bad index's position; vkml words every bag's "
-    "error as PyTorch's max kernel does"
-)
 KNOWN: dict[str, str] = {
     "Dropout_discontiguous_channels_last": _STRIDED_LAYOUT,
     "Dropout2d_discontiguous_channels_last": _STRIDED_LAYOUT,
     "Dropout3d_discontiguous_channels_last": _STRIDED_LAYOUT,
     "Dropout_stride_mean_preserve": _STRIDED_LAYOUT,
-    **{
-        n: _BAG_INDEX_POSITION
-        for n in SLOW
-        if n.startswith(("embedding_bag_out_of_bounds_idx_sum_None", "embedding_bag_out_of_bounds_idx_mean_None"))
-    },
 }
 
 

@@ -783,6 +783,29 @@ def detach_(t):
     return t
 
 
+def _is_region_of(value, view) -> bool:
+    """Whether ``value`` is a view of the very elements ``view`` shows, through the same autograd standing:
+    writing it into ``view`` changes nothing (a view reads its storage as it is now, ``refresh``)."""
+    base = view._base
+    return (
+        base is not None
+        and value._base is base
+        and value._chain == view._chain
+        and (value._gradview, value._dataview) == (view._gradview, view._dataview)
+        and value.dtype is view.dtype
+        and getattr(value, "_custom_view", None) is None
+    )
+
+
+def _count_self_copy(view) -> None:
+    """A copy of a region onto itself: nothing changes but the storage's version, which PyTorch's copy_ bumps."""
+    check_writable(view)
+    base = view._base
+    base._vcount += 1
+    if view._dataview:
+        base._vhidden += 1
+
+
 def setitem(t, index, value) -> None:
     """``t[index] = value``: a write through the view ``t[index]``, or an advanced index's write (vkml/frontend/indexing.py).
 
@@ -805,6 +828,10 @@ def setitem(t, index, value) -> None:
         return
     view = F.getitem(t, index)
     if isinstance(value, _tensor.Tensor):
+        if _is_region_of(value, view) and not (autograd.is_grad_enabled() and t.requires_grad):
+            # t[i] += v: Python stores the view just written in place back into it, a copy onto itself
+            _count_self_copy(view)
+            return
         if value.ndim == 0:  # PyTorch fills with a 0-d value, read first: it may alias the view (t[1] = t[1][0])
             value = F.clone(value)
         copy_(view, value)

@@ -385,6 +385,8 @@ def _checked_hits(op: str, indices, size: int, dim: int, message, error=IndexErr
 
     def describe(values):
         if values[0] < n:
+            if getattr(message, "takes_position", False):  # words that name the bad index's position too
+                return message(values[1], called, values[0])
             return message(values[1], called)
         if remember is not None and remember() is not None:
             _indices_passed.setdefault(remember(), set()).add(key)

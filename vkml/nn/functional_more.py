@@ -530,7 +530,7 @@ def embedding_bag(
         max_norm=max_norm,
         norm_type=norm_type,
         sparse=sparse,
-        bounds_message=_bag_index_message,
+        bounds_message=_bag_index_message if mode == "max" or padding_idx is not None else _bag_position_message,
         bounds_error=RuntimeError,
     )
     used = None if padding_idx is None else flat != padding_idx
@@ -601,6 +601,20 @@ def _bag_index_message(num: int):
             f"to be {value}"
         )
 
+    return message
+
+
+def _bag_position_message(num: int):
+    """PyTorch's words for a bad index of a sum or mean bag without padding_idx (its index_select_add kernel):
+    the index's position in the input, then its value."""
+
+    def message(value: int, called: str, position: int) -> str:
+        return (
+            f"'embedding_bag'{called}: Index {position} of input takes value {value} which is not in the valid "
+            f"range [0, {num})"
+        )
+
+    message.takes_position = True
     return message
 
 

@@ -127,6 +127,8 @@ class Plan:
         for node in reversed(self.nodes):  # users before sources
             if id(node) in self.roots:
                 self._claim(node)
+        if len(self.roots) > MAX_KERNEL_LOADS:  # only then can a kernel read more buffers than the cap
+            self._split_wide_kernels()
         self._drop_unreachable_chain_members()
 
     def cost(self, node: Node) -> int:
@@ -221,6 +223,57 @@ class Plan:
                         reserved += direct
                         reserved_by[s_id] = reserved_by.get(s_id, 0) + direct
                         stack.append(s)
+
+    def _split_wide_kernels(self) -> None:
+        """Split each elementwise kernel that reads more than MAX_KERNEL_LOADS buffers.
+
+        ``_claim`` counts loads as it inlines, but a walk goes down a long chain first and reaches the
+        chain's side sources last, where the recompute rules make each one a kernel of its own: a chain
+        of selects over computed scalars (a loop of element writes) read a buffer per select, past what a
+        device binds. Such a kernel is cut at the inlined node whose own loads are nearest half of its
+        loads, until every kernel is under the cap."""
+        pending = [r for r in self.roots.values() if id(r) not in self.chains]
+        while pending:
+            root = pending.pop()
+            inlined, leaves_of = self._loads_below(root)
+            total = len(leaves_of[id(root)])
+            if total <= MAX_KERNEL_LOADS or not inlined:
+                continue
+            cut = min(inlined, key=lambda n: abs(len(leaves_of[id(n)]) - total // 2))
+            self.roots[id(cut)] = cut
+            self._claimed.add(id(cut))
+            pending += [root, cut]
+
+    def _loads_below(self, root: Node) -> tuple[list[Node], dict[int, set[int]]]:
+        """The elementwise nodes ``root``'s kernel inlines, and per node (root included) the buffers it reads."""
+        leaves_of: dict[int, set[int]] = {}
+        inlined: list[Node] = []
+        order: list[Node] = []  # sources before users, inlined nodes only
+        seen, stack = {id(root)}, [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                order.append(node)
+                continue
+            stack.append((node, True))
+            for x in node.srcs:
+                if id(x) in seen or x.op == Op.CONST or x.realized or id(x) in self.roots:
+                    continue
+                seen.add(id(x))
+                stack.append((x, False))
+        for node in order:
+            reads: set[int] = set()
+            for x in node.srcs:
+                if x.op == Op.CONST:
+                    continue
+                if x.realized or id(x) in self.roots:
+                    reads.add(id(x))
+                else:
+                    reads |= leaves_of.get(id(x), set())
+            leaves_of[id(node)] = reads
+            if node is not root and node.op in (Op.ELEMENTWISE, Op.CAST):
+                inlined.append(node)
+        return inlined, leaves_of
 
     def _direct_loads(self, node: Node, loads: set[int]) -> int:
         """Buffers inlining ``node`` makes a kernel read directly, beyond ``loads``."""

@@ -68,9 +68,18 @@ PAGES.update(
             precision="the first k of the stable sort (" + _BITONIC + ")",
             special="NaN counts as the largest value. Returns `vkml.return_types.topk(values, indices)`. bool "
             "inputs raise, as PyTorch's CPU.",
-            divergence="Of tied elements the earlier positions are chosen (PyTorch names any of them; -0.0 and 0.0 "
-            "tie, so the sign of a zero picked may differ from PyTorch's); "
-            "`sorted=False` gives the sorted order too. The cost is a full sort of each row.",
+            divergence="Of tied elements the earlier positions are chosen, in position order. PyTorch's CPU "
+            "(aten/src/ATen/native/TopKImpl.h) leaves ties as libstdc++ does: for k·64 ≤ n a `std::partial_sort` "
+            "(a heap: it keeps the first maximum for k = 1, and for larger k lists tied values in the heap's "
+            "order — `x = zeros(200); x[[5, 9, 20]] = 1; x.topk(3)` gives [20, 9, 5], vkml [5, 9, 20]), "
+            "otherwise a `std::nth_element` then a `std::sort` of the first k − 1 (introselect: which tied "
+            "element is chosen follows its median-of-three pivots, even for k = 1 — `x = zeros(10); "
+            "x[[1, 5, 9]] = 1; x.topk(1)` gives [5], vkml and argmax [1]). The indices are PyTorch's exactly when "
+            "the k chosen values are pairwise distinct, none equals the (k+1)-th (NaN ties NaN; -0.0 ties 0.0, so "
+            "the sign of a zero picked may differ too) and `sorted=True`; or n ≤ 3; or k = 1 with 64 ≤ n. When "
+            "no tie crosses the k-th position the chosen set is PyTorch's whatever the rest "
+            "(tests/test_parity_gaps_21.py checks these rules). `sorted=False` gives the sorted order (PyTorch's "
+            "is its algorithm's). The cost is a full sort of each row.",
             gradient="The values' gradient goes to the elements chosen (0 elsewhere), as PyTorch's.",
         ),
         "searchsorted": OpDoc(

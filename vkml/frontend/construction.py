@@ -74,8 +74,9 @@ def _linspace_values(op: str, start, end, steps: int, dtype) -> np.ndarray:
 
     ``step = (end - start) / (steps - 1)``, all in the dtype's precision (float16 rounds each
     operation, as c10::Half does, and bfloat16 as c10::BFloat16 does); integer dtypes truncate the
-    ends to integers, compute in float64 and truncate the values. PyTorch's vectorized loop rounds some float elements
-    differently: within an ulp of the larger end.
+    ends to integers, compute in float64 and truncate the values. PyTorch's compiler contracts
+    ``start + step * i`` into one fused multiply-add for float32, float64 and the integers (its
+    kernels are built for FMA-capable CPUs), so each value is rounded once (``_fused_multiply_add``).
     """
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
         raise TypeError(f"{op}(): argument 'steps' must be int, not {type(steps).__name__}")
@@ -93,9 +94,47 @@ def _linspace_values(op: str, start, end, steps: int, dtype) -> np.ndarray:
         if steps == 1:
             return np.array([a], work)
         step = r(r(b - a) / r(work(steps - 1))) if steps > 1 else work(0)
-        first = r(a + r(step * i.astype(work)))
-        second = r(b - r(step * r((steps - 1 - i).astype(work))))
+        if work in (np.float32, np.float64) and dtype is not T.bfloat16:
+            first = _fused_multiply_add(step, i.astype(work), a)
+            second = _fused_multiply_add(-step, (steps - 1 - i).astype(work), b)
+        else:  # c10::Half and c10::BFloat16 round each operation: nothing to contract
+            first = r(a + r(step * r(i.astype(work))))  # the index converts to the dtype first
+            second = r(b - r(step * r((steps - 1 - i).astype(work))))
         return np.where(i < steps // 2, first, second).astype(work)
+
+
+def _two_sum(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``x + y`` rounded, and its rounding error exactly (Knuth's TwoSum)."""
+    s = x + y
+    back = s - x
+    return s, (x - (s - back)) + (y - back)
+
+
+def _fused_multiply_add(x, y: np.ndarray, z) -> np.ndarray:
+    """``x * y + z`` rounded once to ``y``'s dtype (float32 or float64), as C's ``fma``.
+
+    float32: the product is exact in float64 and the sum's float64 rounding error is known, so the one
+    float32 rounding is corrected where float64 rounded onto a float32 tie. float64: Dekker's exact
+    product and TwoSum, then the low parts added (correct except where they meet a tie, which the
+    values linspace makes do not)."""
+    if y.dtype == np.float32:
+        product = np.float64(x) * y.astype(np.float64)
+        total, error = _two_sum(product, np.full_like(product, np.float64(z)))
+        rounded = total.astype(np.float32)
+        wide = rounded.astype(np.float64)
+        toward = np.nextafter(rounded, np.where(total > wide, np.float32(np.inf), np.float32(-np.inf)))
+        tie = (total != wide) & (total == (wide + toward.astype(np.float64)) / 2) & (error != 0)
+        past = (error > 0) == (toward.astype(np.float64) > wide)  # the exact value lies beyond the tie
+        return np.where(tie & past, toward, rounded)
+    x = np.float64(x)
+    product = x * y
+    split = 134217729.0  # 2**27 + 1: Veltkamp's split of a float64 into two 26-bit halves
+    x_hi = x * split - (x * split - x)
+    y_hi = y * split - (y * split - y)
+    x_lo, y_lo = x - x_hi, y - y_hi
+    product_error = ((x_hi * y_hi - product) + x_hi * y_lo + x_lo * y_hi) + x_lo * y_lo
+    total, error = _two_sum(product, np.full_like(product, z))
+    return total + (product_error + error)
 
 
 def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: bool = False):

@@ -19,6 +19,7 @@ PROGRAMS = {
     "text_classification_tutorial": (6, 1e-4),
     "nlp_basics_tutorial": (3, 1e-4),
     "distillation_tutorial": (3, 1e-4),
+    "intro_youtube_series": (3, 1e-4),
 }
 VARIANTS = {
     "quickstart_basics": [
@@ -33,6 +34,7 @@ VARIANTS = {
     "transformer_lm_tutorial": [{"BEST": "state_dict"}],
     "nlp_basics_tutorial": [{"PART": "bow"}, {"PART": "ngram"}],
     "distillation_tutorial": [{"LOSS": "cosine"}, {"LOSS": "regressor"}],
+    "intro_youtube_series": [{"PART": "tensors"}, {"PART": "autograd"}, {"PART": "models"}],
 }
 
 # the programs that pick a device by torch.cuda.is_available(): both libraries on the CPU for the comparison

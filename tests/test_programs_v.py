@@ -1,5 +1,10 @@
-"""More official PyTorch tutorials (tests/programs/) run under vkml as under PyTorch, by their import lines
-alone: "Learn the Basics" (quickstart_basics), each docstring lists the idioms it checks.
+"""Nine more official PyTorch tutorials (tests/programs/) run under vkml as under PyTorch, by their import lines
+alone: "Learn the Basics" (quickstart_basics), the 60 Minute Blitz (blitz_cifar), char-RNN name generation
+(char_rnn_generation), batched seq2seq translation with Bahdanau attention (seq2seq_translation), language
+modeling with nn.Transformer (transformer_lm_tutorial), EmbeddingBag text classification
+(text_classification_tutorial), Deep Learning for NLP (nlp_basics_tutorial), knowledge distillation
+(distillation_tutorial) and the Introduction to PyTorch YouTube series (intro_youtube_series); each docstring
+lists the idioms it checks.
 
 The comparisons run with ``make test-all`` (``-m stress``); ``make test`` runs the gaps they found
 (tests/test_program_fixes_v.py).

@@ -1,7 +1,7 @@
 """Creation ops (vkml/frontend/construction.py) against PyTorch: eye, linspace, logspace, empty, and the random ones.
 
-Deterministic ones match torch's values (linspace bit for bit, its fused multiply-adds included; logspace
-within its powers' rounding).
+Deterministic ones match torch's values bit for bit (linspace's fused multiply-adds and logspace's float64
+powers included).
 Random ones are checked by their statistics, their shapes and dtypes, their reproducibility,
 and the same bits on the CPU backend and lavapipe (their values are not PyTorch's).
 """
@@ -58,10 +58,10 @@ def test_linspace_rounds_each_value_once_as_a_fused_multiply_add():
     "start, end, steps, base", [(0, 2, 3, 10.0), (-2.5, 3.7, 50, 10.0), (0, 10, 11, 2.0), (1, -1, 9, 3.5)]
 )
 def test_logspace_matches_torch(start, end, steps, base):
-    got = vkml.logspace(start, end, steps, base).numpy()
-    want = torch.logspace(start, end, steps, base).numpy()
-    # an exponent an ulp apart moves base**e by ln(base)·e ulps of e: 1e-6 relative for these
-    np.testing.assert_allclose(got, want, rtol=2e-6, atol=0)
+    for dtype in ("float32", "float64", "float16", "bfloat16"):
+        got = vkml.logspace(start, end, steps, base, dtype=getattr(vkml, dtype)).float().numpy()
+        want = torch.logspace(start, end, steps, base, dtype=getattr(torch, dtype)).float().numpy()
+        assert_same_bits(got, want, f"logspace{(start, end, steps, base)} of {dtype}")
     ints = vkml.logspace(0, 3, 4, dtype=vkml.int64).numpy()
     assert_same_bits(ints, torch.logspace(0, 3, 4, dtype=torch.int64).numpy(), "integer logspace")
 

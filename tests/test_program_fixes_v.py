@@ -47,3 +47,12 @@ def test_linspace_values_and_their_sine_gradient_are_pytorchs():
     (want_a, want_grad), (got_a, got_grad) = _sine_gradient(torch), _sine_gradient(vkml)
     assert_same_bits(got_a, want_a, "linspace(0, 2 pi, 25)")  # a[19] was an ulp off: its cosine 15 ulps
     np.testing.assert_allclose(got_grad, want_grad, rtol=2e-7, atol=1e-7)
+
+
+def test_logspace_is_pytorchs_float64_power_rounded_once():
+    """Probing the fix above: PyTorch's logspace computes the exponents and ``std::pow`` in float64 (no fused
+    multiply-add there); vkml's float32 logspace took float32 powers of float32 exponents."""
+    for args in [(-3.0, 2.0, 50), (0.25, 0.9, 137), (-6.97, -0.66, 382, 3.5)]:
+        for dtype in ("float32", "float64"):
+            got = vkml.logspace(*args, dtype=getattr(vkml, dtype)).numpy()
+            assert_same_bits(got, torch.logspace(*args, dtype=getattr(torch, dtype)).numpy(), f"logspace{args}")

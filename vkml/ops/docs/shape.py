@@ -133,7 +133,11 @@ CONSTRUCTION_OPS = {
         "PyTorch run on a CPU without FMA (or `ATEN_CPU_CAPABILITY=default`) rounds the product and the sum apart: "
         "some float values differ from it in the last bits.",
     ),
-    "logspace": ("`base ** e` in the dtype's precision, e as `linspace`'s", "As `linspace`, through the exponents."),
+    "logspace": (
+        "exact: PyTorch's CPU formula, the ends and their difference in the dtype, the exponents and `base ** e` in "
+        "float64, each power rounded once to the dtype",
+        "",
+    ),
     "empty": ("exact", "The values are zeros (PyTorch's are whatever the memory held)."),
     "empty_like": ("exact", "The values are zeros (PyTorch's are whatever the memory held)."),
     "randint": (

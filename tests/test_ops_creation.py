@@ -1,12 +1,14 @@
 """Creation ops (vkml/frontend/construction.py) against PyTorch: eye, linspace, logspace, empty, and the random ones.
 
-Deterministic ones match torch's values (linspace and logspace within one ulp: PyTorch's
-vectorized loop rounds a few elements differently from its scalar formula, which vkml uses).
+Deterministic ones match torch's values bit for bit (linspace's fused multiply-adds and logspace's float64
+powers included).
 Random ones are checked by their statistics, their shapes and dtypes, their reproducibility,
 and the same bits on the CPU backend and lavapipe (their values are not PyTorch's).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -31,29 +33,35 @@ def test_eye_matches_torch(n, m, dtype):
 SPACES = [(0, 1, 7), (-3.3, 10.1, 101), (1e-3, 7, 1000), (5, -2, 11), (2.5, 2.5, 4), (0, 1, 1), (0, 1, 0), (-1, 10, 4)]
 
 
-@pytest.mark.parametrize("dtype", ["float32", "float16", "int32", "int64"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int32", "int64"])
 @pytest.mark.parametrize("start, end, steps", SPACES)
-def test_linspace_matches_torch_within_an_ulp(start, end, steps, dtype):
-    vd, td = DTYPES[dtype]
-    got = vkml.linspace(start, end, steps, dtype=vd).numpy()
-    want = torch.linspace(start, end, steps, dtype=td).numpy()
-    assert got.dtype == want.dtype and got.shape == want.shape
-    if want.dtype.kind == "f":
-        # within an ulp of the larger end: near zero the two loops' cancellations differ more in ulps
-        scale = np.spacing(np.array(max(abs(start), abs(end)), want.dtype))
-        np.testing.assert_allclose(got, want, rtol=0, atol=float(scale))
-    else:
-        assert_same_bits(got, want, "integer linspace")
+def test_linspace_matches_torch_bit_for_bit(start, end, steps, dtype):
+    vd, td = getattr(vkml, dtype), getattr(torch, dtype)
+    got = vkml.linspace(start, end, steps, dtype=vd)
+    want = torch.linspace(start, end, steps, dtype=td)
+    if dtype == "bfloat16":
+        got, want = got.float(), want.float()
+    assert_same_bits(got.numpy(), want.numpy(), f"linspace{(start, end, steps)} of {dtype}")
+
+
+def test_linspace_rounds_each_value_once_as_a_fused_multiply_add():
+    """PyTorch's ``start + step * i`` is contracted into an fma: near zero, where the product and the start
+    cancel, a rounded product is many ulps off (the "Learning PyTorch" tutorials' ``torch.linspace(-math.pi,
+    math.pi, 2000)`` and the YouTube series' ``torch.linspace(0., 2. * math.pi, steps=25)``)."""
+    for start, end, steps in [(-3.0, 5.0, 100), (-math.pi, math.pi, 2000), (0.0, 2.0 * math.pi, 25), (0.1, 0.7, 77)]:
+        for vd, td in [(vkml.float32, torch.float32), (vkml.float64, torch.float64)]:
+            got = vkml.linspace(start, end, steps, dtype=vd).numpy()
+            assert_same_bits(got, torch.linspace(start, end, steps, dtype=td).numpy(), f"linspace({start}, {end})")
 
 
 @pytest.mark.parametrize(
     "start, end, steps, base", [(0, 2, 3, 10.0), (-2.5, 3.7, 50, 10.0), (0, 10, 11, 2.0), (1, -1, 9, 3.5)]
 )
 def test_logspace_matches_torch(start, end, steps, base):
-    got = vkml.logspace(start, end, steps, base).numpy()
-    want = torch.logspace(start, end, steps, base).numpy()
-    # an exponent an ulp apart moves base**e by ln(base)·e ulps of e: 1e-6 relative for these
-    np.testing.assert_allclose(got, want, rtol=2e-6, atol=0)
+    for dtype in ("float32", "float64", "float16", "bfloat16"):
+        got = vkml.logspace(start, end, steps, base, dtype=getattr(vkml, dtype)).float().numpy()
+        want = torch.logspace(start, end, steps, base, dtype=getattr(torch, dtype)).float().numpy()
+        assert_same_bits(got, want, f"logspace{(start, end, steps, base)} of {dtype}")
     ints = vkml.logspace(0, 3, 4, dtype=vkml.int64).numpy()
     assert_same_bits(ints, torch.logspace(0, 3, 4, dtype=torch.int64).numpy(), "integer logspace")
 

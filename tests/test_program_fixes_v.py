@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
+from optest import assert_same_bits
 
 import vkml
 
@@ -30,3 +33,26 @@ def test_rnn_final_states_show_pytorchs_stack_node(cls, kwargs):
     assert [state[:2] for state in got] == [state[:2] for state in want]
     for w, g in zip(want, got, strict=True):
         np.testing.assert_allclose(g[2], w[2], rtol=1e-5, atol=1e-6)
+
+
+def _sine_gradient(m):
+    """The YouTube series' autograd page: ``torch.linspace(0., 2. * math.pi, steps=25, requires_grad=True)``
+    through ``sin``, doubled, summed and backpropagated; ``a.grad`` is ``2 cos(a)``."""
+    a = m.linspace(0.0, 2.0 * math.pi, steps=25, requires_grad=True)
+    (2 * m.sin(a) + 1).sum().backward()
+    return a.detach().numpy(), a.grad.numpy()
+
+
+def test_linspace_values_and_their_sine_gradient_are_pytorchs():
+    (want_a, want_grad), (got_a, got_grad) = _sine_gradient(torch), _sine_gradient(vkml)
+    assert_same_bits(got_a, want_a, "linspace(0, 2 pi, 25)")  # a[19] was an ulp off: its cosine 15 ulps
+    np.testing.assert_allclose(got_grad, want_grad, rtol=2e-7, atol=1e-7)
+
+
+def test_logspace_is_pytorchs_float64_power_rounded_once():
+    """Probing the fix above: PyTorch's logspace computes the exponents and ``std::pow`` in float64 (no fused
+    multiply-add there); vkml's float32 logspace took float32 powers of float32 exponents."""
+    for args in [(-3.0, 2.0, 50), (0.25, 0.9, 137), (-6.97, -0.66, 382, 3.5)]:
+        for dtype in ("float32", "float64"):
+            got = vkml.logspace(*args, dtype=getattr(vkml, dtype)).numpy()
+            assert_same_bits(got, torch.logspace(*args, dtype=getattr(torch, dtype)).numpy(), f"logspace{args}")

@@ -992,11 +992,6 @@ CASES = {
 # float sums and transcendental functions: vkml's own order and decompositions (docs/architecture.md)
 TOLERANCE = {
     "vander": {"atol": 1e-5, "rtol": 1e-5},  # running products (cumprod) where PyTorch takes powers
-    # PyTorch's vectorized loop rounds some elements within an ulp of the larger end (docs/ops/linspace.md)
-    "linspace float32": {"atol": 1e-7, "rtol": 1.3e-6},
-    "linspace float64": {"atol": 1e-15, "rtol": 1e-15},
-    "logspace float32": {"atol": 1e-6, "rtol": 1.3e-6},
-    "logspace float64": {"atol": 1e-12, "rtol": 1e-12},
     "linspace logspace vs numpy": {"atol": 1e-7, "rtol": 1.3e-6},
     "windows": {"atol": 1e-6, "rtol": 1e-5},
 }

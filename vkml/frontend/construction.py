@@ -69,13 +69,15 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad:
     return _finish(tensor(np.eye(n, m, dtype=dtype.value_np), dtype=dtype, device=device), requires_grad)
 
 
-def _linspace_values(op: str, start, end, steps: int, dtype) -> np.ndarray:
+def _linspace_values(op: str, start, end, steps: int, dtype, fused: bool = True) -> np.ndarray:
     """PyTorch's CPU formula: ``start + i·step`` for the first half, ``end - (steps-1-i)·step`` for the rest.
 
     ``step = (end - start) / (steps - 1)``, all in the dtype's precision (float16 rounds each
     operation, as c10::Half does, and bfloat16 as c10::BFloat16 does); integer dtypes truncate the
-    ends to integers, compute in float64 and truncate the values. PyTorch's vectorized loop rounds some float elements
-    differently: within an ulp of the larger end.
+    ends to integers, compute in float64 and truncate the values. PyTorch's compiler contracts
+    ``start + step * i`` into one fused multiply-add for float32, float64 and the integers (its
+    kernels are built for FMA-capable CPUs), so each value is rounded once (``_fused_multiply_add``).
+    ``fused=False``: the product and the sum rounded apart, as PyTorch's logspace (built for any x86 CPU).
     """
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
         raise TypeError(f"{op}(): argument 'steps' must be int, not {type(steps).__name__}")
@@ -93,9 +95,47 @@ def _linspace_values(op: str, start, end, steps: int, dtype) -> np.ndarray:
         if steps == 1:
             return np.array([a], work)
         step = r(r(b - a) / r(work(steps - 1))) if steps > 1 else work(0)
-        first = r(a + r(step * i.astype(work)))
-        second = r(b - r(step * r((steps - 1 - i).astype(work))))
+        if fused and work in (np.float32, np.float64) and dtype is not T.bfloat16:
+            first = _fused_multiply_add(step, i.astype(work), a)
+            second = _fused_multiply_add(-step, (steps - 1 - i).astype(work), b)
+        else:  # c10::Half and c10::BFloat16 round each operation: nothing to contract
+            first = r(a + r(step * r(i.astype(work))))  # the index converts to the dtype first
+            second = r(b - r(step * r((steps - 1 - i).astype(work))))
         return np.where(i < steps // 2, first, second).astype(work)
+
+
+def _two_sum(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``x + y`` rounded, and its rounding error exactly (Knuth's TwoSum)."""
+    s = x + y
+    back = s - x
+    return s, (x - (s - back)) + (y - back)
+
+
+def _fused_multiply_add(x, y: np.ndarray, z) -> np.ndarray:
+    """``x * y + z`` rounded once to ``y``'s dtype (float32 or float64), as C's ``fma``.
+
+    float32: the product is exact in float64 and the sum's float64 rounding error is known, so the one
+    float32 rounding is corrected where float64 rounded onto a float32 tie. float64: Dekker's exact
+    product and TwoSum, then the low parts added (correct except where they meet a tie, which the
+    values linspace makes do not)."""
+    if y.dtype == np.float32:
+        product = np.float64(x) * y.astype(np.float64)
+        total, error = _two_sum(product, np.full_like(product, np.float64(z)))
+        rounded = total.astype(np.float32)
+        wide = rounded.astype(np.float64)
+        toward = np.nextafter(rounded, np.where(total > wide, np.float32(np.inf), np.float32(-np.inf)))
+        tie = (total != wide) & (total == (wide + toward.astype(np.float64)) / 2) & (error != 0)
+        past = (error > 0) == (toward.astype(np.float64) > wide)  # the exact value lies beyond the tie
+        return np.where(tie & past, toward, rounded)
+    x = np.float64(x)
+    product = x * y
+    split = 134217729.0  # 2**27 + 1: Veltkamp's split of a float64 into two 26-bit halves
+    x_hi = x * split - (x * split - x)
+    y_hi = y * split - (y * split - y)
+    x_lo, y_lo = x - x_hi, y - y_hi
+    product_error = ((x_hi * y_hi - product) + x_hi * y_lo + x_lo * y_hi) + x_lo * y_lo
+    total, error = _two_sum(product, np.full_like(product, z))
+    return total + (product_error + error)
 
 
 def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad: bool = False):
@@ -148,8 +188,8 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
     dtype = _dtype(dtype) or default_float()
     if dtype is T.bool_:
         raise RuntimeError("\"logspace_cpu\" not implemented for 'Bool'")
-    if dtype in (T.float16, T.bfloat16):
-        values = _half_logspace_values(start, end, steps, base, dtype)
+    if dtype.is_float:
+        values = _float_logspace_values(start, end, steps, base, dtype)
     else:
         exponents = _linspace_values("logspace", start, end, steps, dtype)
         with np.errstate(all="ignore"):
@@ -157,21 +197,28 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
     return _finish(tensor(values, dtype=dtype, device=device), requires_grad)
 
 
-def _half_logspace_values(start, end, steps: int, base, dtype) -> np.ndarray:
-    """PyTorch's CPU logspace for float16/bfloat16: the ends rounded to the dtype, their difference
-    rounded too (c10::Half arithmetic), then the step, the exponents and the powers in float64, and
-    one rounding of each power to the dtype (through float32, as c10::Half's constructor)."""
+def _float_logspace_values(start, end, steps: int, base, dtype) -> np.ndarray:
+    """PyTorch's CPU logspace for the float dtypes: the ends rounded to the dtype and their difference
+    computed in it (c10::Half and c10::BFloat16 round it too), then the step, the exponents and the powers
+    in float64 (``std::pow(double, double)``), and one rounding of each power to the dtype (through
+    float32 for the half dtypes, as their constructors)."""
     _linspace_values("logspace", start, end, steps, dtype)  # the argument checks
-    round_half = (lambda v: bf16_bits_to_float(float_to_bf16_bits(v))) if dtype is T.bfloat16 else np.float16
+    if dtype in (T.float16, T.bfloat16):
+        round_to = (lambda v: bf16_bits_to_float(float_to_bf16_bits(v))) if dtype is T.bfloat16 else np.float16
+    else:
+        round_to = dtype.value_np.type
     with np.errstate(all="ignore"):
         if steps == 1:  # PyTorch fills pow(base, start) from the unrounded start
             exponents = np.array([start], np.float64)
         else:
-            a, b = (np.float64(round_half(np.float32(v))) for v in (start, end))
-            step = np.float64(round_half(np.float32(b) - np.float32(a))) / max(steps - 1, 1)
+            low, high = (round_to(np.float32(v)) if dtype is not T.float64 else np.float64(v) for v in (start, end))
+            difference = round_to(high - low) if dtype is not T.float64 else high - low
+            step = np.float64(difference) / max(steps - 1, 1)
             i = np.arange(steps, dtype=np.float64)
-            exponents = np.where(i < steps // 2, a + step * i, b - step * (steps - 1 - i))
-        return np.power(np.float64(base), exponents).astype(np.float32).astype(dtype.value_np)
+            low, high = np.float64(low), np.float64(high)
+            exponents = np.where(i < steps // 2, low + step * i, high - step * (steps - 1 - i))
+        values = np.power(np.float64(base), exponents)
+        return values if dtype is T.float64 else values.astype(np.float32).astype(dtype.value_np)
 
 
 def empty(*size, dtype=None, device=None, requires_grad: bool = False, memory_format=None, **size_kw):

@@ -128,10 +128,16 @@ RANDOM_VALUES = (
 CONSTRUCTION_OPS = {
     "eye": ("exact", ""),
     "linspace": (
-        "PyTorch's scalar formula in the dtype's precision (start + i·step, then end - (n-1-i)·step)",
-        "PyTorch's vectorized CPU loop rounds some float elements differently: within an ulp of the larger end.",
+        "exact: PyTorch's CPU formula in the dtype's precision (start + i·step, then end - (n-1-i)·step), each value "
+        "one fused multiply-add for float32, float64 and the integers (float16 and bfloat16 round each operation)",
+        "PyTorch run on a CPU without FMA (or `ATEN_CPU_CAPABILITY=default`) rounds the product and the sum apart: "
+        "some float values differ from it in the last bits.",
     ),
-    "logspace": ("`base ** e` in the dtype's precision, e as `linspace`'s", "As `linspace`, through the exponents."),
+    "logspace": (
+        "exact: PyTorch's CPU formula, the ends and their difference in the dtype, the exponents and `base ** e` in "
+        "float64, each power rounded once to the dtype",
+        "",
+    ),
     "empty": ("exact", "The values are zeros (PyTorch's are whatever the memory held)."),
     "empty_like": ("exact", "The values are zeros (PyTorch's are whatever the memory held)."),
     "randint": (

@@ -908,8 +908,11 @@ class Module:
             _LOAD_WALKS.pop()
         for name, module in self._modules.items():
             if module is not None:
+                # each child is handed its own entries only, as PyTorch's (its load pre-hooks see those)
+                child_prefix = f"{prefix}{name}."
+                child_state = {k: v for k, v in state_dict.items() if k.startswith(child_prefix)}
                 module._match_state(
-                    state_dict, f"{prefix}{name}.", loads, missing, unexpected, errors, extras, assign, metadata
+                    child_state, child_prefix, loads, missing, unexpected, errors, extras, assign, metadata
                 )
 
     def _load_from_state_dict(
@@ -942,7 +945,11 @@ class Module:
                 if not is_lazy(target):  # PyTorch reads the placeholder's shape, which raises
                     raise RuntimeError(_SHAPE_MESSAGE)
                 continue  # a placeholder to keep (a lazy module's load hook materialized those it could)
-            values = checkpoint_values(state_dict[key], key)
+            try:
+                values = checkpoint_values(state_dict[key], key)
+            except TypeError as error:  # PyTorch reports it with the other errors
+                error_msgs.append(str(error))
+                continue
             if tuple(values.shape) != target.shape:
                 error_msgs.append(
                     f"size mismatch for {key}: copying a param with shape {as_size(tuple(values.shape))} from checkpoint, "

@@ -235,6 +235,22 @@ def _count(amount, size: int) -> int:
     return round(amount * size)
 
 
+def _validate_pruning_amount_init(amount) -> None:
+    """PyTorch's name for the check a pruning method makes of ``amount`` when it is made."""
+    _check_amount(amount)
+
+
+def _validate_pruning_amount(amount, tensor_size: int) -> None:
+    """PyTorch's name for the check of an integer ``amount`` against the entries there are to prune."""
+    if isinstance(amount, numbers.Integral) and amount > tensor_size:
+        raise ValueError(f"amount={amount} should be smaller than the number of parameters to prune={tensor_size}")
+
+
+def _compute_nparams_toprune(amount, tensor_size: int) -> int:
+    """PyTorch's name for ``_count``: how many of ``tensor_size`` entries ``amount`` prunes."""
+    return _count(amount, tensor_size)
+
+
 def _check_structured(t: Tensor, dim: int) -> None:
     if t.dim() <= 1:
         raise ValueError(

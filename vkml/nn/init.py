@@ -126,7 +126,8 @@ def trunc_normal_(
     generator: Generator | None = None,
 ) -> Tensor:
     """Normal values with ``mean`` and ``std`` truncated to [a, b]: PyTorch's rejection sampler
-    (PyTorch 2.12 and later; ``vkml.frontend.mt19937.trunc_normal``), drawn on the host."""
+    (PyTorch 2.12 and later; ``vkml.frontend.mt19937.trunc_normal``), drawn on the host in the tensor's
+    dtype, as PyTorch's tensor ops compute it."""
     _check_float("trunc_normal_", tensor)
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn(
@@ -135,7 +136,17 @@ def trunc_normal_(
             stacklevel=2,
         )
     values = _random.host_draw(
-        "trunc_normal_", tensor.shape, tensor.dtype, tensor.device, generator, mt19937.trunc_normal, mean, std, a, b
+        "trunc_normal_",
+        tensor.shape,
+        tensor.dtype,
+        tensor.device,
+        generator,
+        mt19937.trunc_normal,
+        mean,
+        std,
+        a,
+        b,
+        tensor.dtype.name,
     )
     return _fill(tensor, values)
 

@@ -198,7 +198,7 @@ def random_pruning_pickle(m):
 
 
 # ---------- repeated pruning, PruningContainer
-@sc
+@slow
 def multiple_pruning_calls(m):
     module = m.nn.Conv3d(2, 2, 2)
     with m.no_grad():
@@ -399,7 +399,7 @@ def _sequential(m):
     return m.nn.Sequential(m.nn.Linear(10, 10), m.nn.ReLU(), m.nn.Linear(10, 1))
 
 
-@sc
+@slow
 def pruning_serialization_model(m):
     model = _sequential(m)
     seen = [sorted(model.state_dict())]
@@ -454,7 +454,7 @@ def prune(m):
 
 
 # ---------- LSTM
-@sc
+@slow
 def rnn_pruning(m):
     m.manual_seed(0)
     lstm = m.nn.LSTM(8, 8)

@@ -15,6 +15,7 @@ PyTorch's test compares them; the default suite runs small shapes, ``-m exhausti
 
 from __future__ import annotations
 
+import copy
 import pickle
 
 import numpy as np
@@ -605,6 +606,58 @@ def uninitialized_parameter_shape(m):
 def is_lazy(m):
     lazy = m.nn.parameter.is_lazy
     return lazy(m.nn.UninitializedParameter()), lazy(m.nn.UninitializedBuffer()), lazy(m.nn.Parameter(m.ones(1)))
+
+
+# ---------- beyond PyTorch's file: values, copies and loads of lazy modules
+@sc
+def seeded_initialization(m):
+    """The first call's initialisation draws what the plain module's would (vkml's generator is PyTorch's)."""
+    m.manual_seed(0)
+    linear, conv = m.nn.LazyLinear(3), m.nn.LazyConv1d(2, 2)
+    linear(m.ones(2, 4))
+    conv(m.ones(1, 3, 5))
+    return linear.weight, linear.bias, conv.weight, conv.bias
+
+
+@sc
+def deepcopy_then_call(m):
+    module = copy.deepcopy(m.nn.LazyLinear(3))
+    seen = [type(module).__name__, kinds(m, module.weight), module.has_uninitialized_params()]
+    module(m.ones(2, 4))
+    return [*seen, type(module).__name__, tuple(module.weight.shape)]
+
+
+@sc
+def load_partial_and_assign(m):
+    lazy = m.nn.LazyLinear(3)
+    seen = [tuple(lazy.load_state_dict({"weight": m.ones(3, 4)}, strict=False)), lazy.has_uninitialized_params()]
+    seen.append(kinds(m, lazy.weight, lazy.bias))
+    lazy = m.nn.LazyLinear(3)
+    seen.append(tuple(lazy.load_state_dict({"weight": m.ones(3, 4), "bias": m.zeros(3)}, assign=True)))
+    seen.append((kinds(m, lazy.weight, lazy.bias), tuple(lazy.weight.shape), lazy.has_uninitialized_params()))
+    return seen
+
+
+@sc
+def input_other_than_the_loaded_weight(m):
+    lazy = m.nn.LazyLinear(3)
+    lazy.load_state_dict(m.nn.Linear(4, 3).state_dict())
+    return lazy(m.ones(2, 5))
+
+
+@sc
+def instance_norm_channels_other_than_num_features(m):
+    """What a LazyInstanceNorm without parameters relies on: the plain norm warns (affine: raises)."""
+    x = m.ones(2, 3, 5)
+    return m.nn.InstanceNorm1d(4)(x).shape, m.nn.InstanceNorm1d(4, affine=True)(x)
+
+
+@slow
+def gradients_after_the_first_call(m):
+    m.manual_seed(0)
+    net = m.nn.Sequential(m.nn.LazyLinear(5), m.nn.ReLU(), m.nn.LazyLinear(2))
+    net(m.ones(2, 4)).sum().backward()
+    return [type(c).__name__ for c in net], [p.grad for p in net.parameters()]
 
 
 # Divergences not fixed yet: strict xfails, so that a fix shows up as an XPASS to remove from here.

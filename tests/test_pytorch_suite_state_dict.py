@@ -19,6 +19,8 @@ import copy
 import gc
 import os
 import tempfile
+import warnings
+from collections import OrderedDict
 
 import numpy as np
 import pytest
@@ -394,6 +396,31 @@ def state_dict_prefix_keep_vars_and_tied(m):
         list(plain._metadata),
         [list(net.state_dict(prefix="p."))],
     )
+
+
+@sc
+def state_dict_positional_args(m):
+    """The deprecated positional form: the same entries, and PyTorch's FutureWarning (its link names torch's
+    page, left as it is, so the scenario compares the warning's first sentence)."""
+    net = m.nn.Sequential(m.nn.Linear(2, 3), m.nn.BatchNorm1d(3))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        keys = list(net.state_dict(None, "p."))
+        kept = net.state_dict(OrderedDict(), "", True)
+    return keys, type(kept["0.weight"]).__name__, [(w.category.__name__, str(w.message)[:58]) for w in caught]
+
+
+@sc
+def load_one_element_into_a_scalar(m):
+    """A 1-dim entry for a 0-dim buffer loads its first element (checkpoints of PyTorch 0.3's scalars)."""
+    net = m.nn.Linear(2, 3)
+    net.register_buffer("scale", m.tensor(1.0))
+    state = {"weight": m.ones(3, 2), "bias": m.ones(3)}
+    seen = [tuple(net.load_state_dict({**state, "scale": m.tensor([5.0])})), net.scale.item()]
+    seen.append(_raised(lambda: net.load_state_dict({**state, "scale": m.tensor([7.0, 8.0])})))
+    seen.append(net.scale.item())
+    net.load_state_dict({**state, "scale": m.tensor([9.0])}, assign=True)
+    return [*seen, net.scale]
 
 
 # Divergences not fixed yet: strict xfails, so that a fix shows up as an XPASS to remove from here.

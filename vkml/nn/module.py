@@ -838,11 +838,26 @@ class Module:
         return self
 
     # ------------------------------------------------------------------ state
-    def state_dict(self, *, destination=None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
+    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
         """Parameters and persistent buffers by dotted name, detached (same values, no copy).
 
-        A shared module or a tied parameter appears under every name it has, as in PyTorch.
+        A shared module or a tied parameter appears under every name it has, as in PyTorch. The old
+        positional form ``state_dict(destination, prefix, keep_vars)`` still works, with PyTorch's
+        FutureWarning.
         """
+        if args:
+            warnings.warn(
+                "Positional args are being deprecated, use kwargs instead. Refer to "
+                "https://pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module.state_dict for details.",
+                FutureWarning,
+                stacklevel=2,
+            )
+            if destination is None and len(args) > 0:
+                destination = args[0]
+            if len(args) > 1 and prefix == "":
+                prefix = args[1]
+            if len(args) > 2 and keep_vars is False:
+                keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
@@ -950,6 +965,9 @@ class Module:
             except TypeError as error:  # PyTorch reports it with the other errors
                 error_msgs.append(str(error))
                 continue
+            given = state_dict[key]
+            if len(target.shape) == 0 and tuple(values.shape) == (1,):  # PyTorch 0.3's scalars, as PyTorch loads them
+                values, given = values[0], given[0]
             if tuple(values.shape) != target.shape:
                 error_msgs.append(
                     f"size mismatch for {key}: copying a param with shape {as_size(tuple(values.shape))} from checkpoint, "
@@ -963,7 +981,7 @@ class Module:
                     "state dictionary to their corresponding key in the module instead of copying them in place?)",
                     stacklevel=2,
                 )
-            loads.append(_Load(self, name, target, values, state_dict[key]))
+            loads.append(_Load(self, name, target, values, given))
         for key in state_dict:
             if not key.startswith(prefix):
                 continue

@@ -19,7 +19,7 @@ import string
 
 import numpy as np
 import pytest
-from pytorch_suite import check
+from pytorch_suite import check, error_kind
 
 import vkml
 
@@ -202,7 +202,9 @@ for _dtype in ("float32", "float64", "float16"):
 for _dtype in ("float32", "float64", "float16", "bfloat16"):
     SLOW[f"trunc_normal_unique_values_{_dtype}"] = _trunc_normal_wide(_dtype, -2.0, 2.0)
     SLOW[f"trunc_normal_no_boundary_values_small_std_{_dtype}"] = _trunc_normal_wide(_dtype, -2.0, 2.0, std=0.1)
-SLOW["trunc_normal_no_boundary_values_small_std_float32_2000"] = _trunc_normal_wide("float32", -2.0, 2.0, std=0.1, n=2000)
+SLOW["trunc_normal_no_boundary_values_small_std_float32_2000"] = _trunc_normal_wide(
+    "float32", -2.0, 2.0, std=0.1, n=2000
+)
 
 
 # ---------- constant patterns
@@ -394,6 +396,28 @@ def orthogonal(m):
 @sc
 def orthogonal_of_an_empty_tensor(m):
     return I(m).orthogonal_(m.zeros(0, 3))
+
+
+@sc
+def draws_in_the_tensors_dtype(m):
+    """sparse_ and orthogonal_ draw their normals in the tensor's dtype, as PyTorch's normal_ does."""
+    m.manual_seed(8)
+    out = [I(m).sparse_(m.zeros(8, 5, dtype=dtype), 0.4, std=0.5) for dtype in (m.float64, m.float16, m.bfloat16)]
+    out.append(I(m).orthogonal_(m.zeros(5, 8, dtype=m.float64), gain=1.7))
+    return out
+
+
+@sc
+def orthogonal_of_half_tensors(m):
+    return [_raised(lambda d=d: I(m).orthogonal_(m.zeros(3, 4, dtype=d))) for d in (m.float16, m.bfloat16)]
+
+
+@sc
+def random_initialisers_of_integer_tensors(m):
+    t = m.zeros(3, 4, dtype=m.int64)
+    names = ("uniform_", "normal_", "trunc_normal_", "xavier_uniform_", "kaiming_normal_", "orthogonal_")
+    # PyTorch's message names its kernel ('"normal_kernel_cpu" not implemented for 'Long''): the class is compared
+    return [error_kind(lambda n=n: getattr(I(m), n)(t)) for n in names] + [error_kind(lambda: I(m).sparse_(t, 0.5))]
 
 
 # ---------- deprecated names

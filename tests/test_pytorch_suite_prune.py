@@ -478,8 +478,54 @@ def rnn_pruning_forward(m):
     return out, lstm.weight_ih_l0_orig.grad
 
 
+# ---------- beyond PyTorch's file: norms, dtypes, messages, ties
+@slow
+def ln_structured_norms_and_float64(m):
+    weight = arr(3, 3, 4)
+    seen = []
+    for n in (1, 2, 3, 0.5, float("inf"), float("-inf"), "fro"):
+        module = m.nn.Linear(4, 3)
+        module.weight = m.nn.Parameter(m.tensor(weight))
+        P(m).ln_structured(module, "weight", amount=1, n=n, dim=0)
+        seen.append(module.weight_mask)
+    module = m.nn.Linear(4, 3).double()
+    module.weight = m.nn.Parameter(m.tensor(weight, dtype=m.float64))
+    P(m).ln_structured(module, "weight", amount=0.34, n=2, dim=1)
+    P(m).l1_unstructured(module, "weight", amount=0.3)
+    return [*seen, module.weight, module.weight_mask.dtype]
+
+
+@sc
+def importance_scores_of_another_shape(m):
+    module = _weight_by_hand(m)
+    return P(m).l1_unstructured(module, "weight", amount=1, importance_scores=m.ones(2, 2))
+
+
+@sc
+def prune_with_importance_scores_of_another_shape(m):
+    return P(m).L1Unstructured(amount=1).prune(m.ones(2, 4), importance_scores=m.ones(3))
+
+
+@sc
+def custom_mask_of_another_shape(m):
+    return P(m).custom_from_mask(_weight_by_hand(m), "weight", m.ones(2))
+
+
+def _tied_norms(m):
+    """Columns whose 2-norms tie (the weight is symmetric about 0): which one goes is topk's tie-break."""
+    module = m.nn.Linear(4, 3)
+    module.weight = m.nn.Parameter(m.tensor(np.arange(12.0).reshape(3, 4) - 5.5, dtype=m.float32))
+    P(m).ln_structured(module, "weight", amount=1, n=2, dim=1)
+    return module.weight_mask
+
+
+SC["ln_structured_tied_norms"] = _tied_norms
+
+
 # Divergences not fixed yet: strict xfails, so that a fix shows up as an XPASS to remove from here.
-KNOWN: dict[str, str] = {}
+KNOWN: dict[str, str] = {
+    "ln_structured_tied_norms": "vkml's topk breaks ties otherwise than PyTorch's CPU topk (prune calls topk as PyTorch)",
+}
 
 
 def _params(table: dict) -> list:

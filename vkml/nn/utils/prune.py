@@ -87,7 +87,10 @@ class BasePruningMethod:
                 old_method, old_keys = hook, [key]
         orig = getattr(module, name)
         if importance_scores is not None and tuple(importance_scores.shape) != tuple(orig.shape):
-            raise AssertionError(f"importance_scores should have the same shape as parameter {name} of {module}")
+            raise AssertionError(
+                f"importance_scores should have the same shape as parameter {name} of {module}, "
+                f"got {importance_scores.shape} vs {orig.shape}"
+            )
 
         if old_method is None:
             module.register_parameter(name + "_orig", orig)
@@ -127,7 +130,9 @@ class BasePruningMethod:
     def prune(self, t: Tensor, default_mask: Tensor | None = None, importance_scores: Tensor | None = None) -> Tensor:
         """``t`` with this method's mask applied (the module is not touched)."""
         if importance_scores is not None and tuple(importance_scores.shape) != tuple(t.shape):
-            raise AssertionError("importance_scores should have the same shape as tensor t")
+            raise AssertionError(
+                f"importance_scores should have the same shape as tensor t, got {importance_scores.shape} vs {t.shape}"
+            )
         scores = importance_scores if importance_scores is not None else t
         mask = self.compute_mask(scores, default_mask=default_mask if default_mask is not None else ones_like(t))
         return t * mask
@@ -375,7 +380,9 @@ class CustomFromMask(BasePruningMethod):
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         if tuple(default_mask.shape) != tuple(self.mask.shape):
-            raise AssertionError(f"mask of shape {tuple(self.mask.shape)} for a tensor of shape {tuple(t.shape)}")
+            raise AssertionError(
+                f"default_mask shape {default_mask.shape} must match self.mask shape {self.mask.shape}"
+            )
         return default_mask * self.mask.to(dtype=default_mask.dtype)
 
     @classmethod

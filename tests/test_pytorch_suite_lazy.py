@@ -699,3 +699,22 @@ def test_lazy_modules_on_vulkan(gpu) -> None:
         )
 
     check(scenario)
+
+
+def test_lazy_modules_moved_to_vulkan_before_their_first_call(gpu) -> None:
+    """``.to(device)`` and ``.double()`` before the first call move the placeholders: the parameters and
+    running statistics are made there, in that dtype (torch's side moves to its CPU)."""
+
+    def scenario(m):
+        device = gpu if m is vkml else "cpu"
+        linear = m.nn.LazyLinear(3).to(device)
+        norm = m.nn.LazyBatchNorm1d().to(device).double()
+        seen = [kinds(m, linear.weight, norm.running_mean), linear.weight.device == m.device(device)]
+        seen.append((norm.running_mean.dtype, norm.running_mean.device == m.device(device)))
+        out = linear(m.ones(2, 4, device=device))
+        normed = norm(m.ones(4, 3, device=device, dtype=m.float64))
+        seen += [type(linear).__name__, type(norm).__name__, out.device == m.device(device), normed]
+        seen += [norm.running_mean, norm.running_mean.device == m.device(device), norm.num_batches_tracked]
+        return seen
+
+    check(scenario)

@@ -20,7 +20,7 @@ import pickle
 
 import numpy as np
 import pytest
-from pytorch_suite import check
+from pytorch_suite import check, error_kind
 
 import vkml
 
@@ -600,6 +600,18 @@ def invalid_functions(m):
 @sc
 def uninitialized_parameter_shape(m):
     return m.nn.UninitializedParameter().shape
+
+
+@sc
+def placeholder_conversions(m):
+    """What a placeholder allows (casts, moves, size, .data) and gives: itself where nothing changes, a plain
+    empty tensor from a parameter, a placeholder from a buffer; the rest refuse it (ValueError)."""
+    param, buffer = m.nn.UninitializedParameter(), m.nn.UninitializedBuffer()
+    seen = [type(param.cpu()).__name__, type(param.float()).__name__, type(param.to(m.float64)).__name__]
+    seen += [type(param.half()).__name__, param.long().dtype, type(buffer.half()).__name__, buffer.long().dtype]
+    seen += [param.size(), param.is_floating_point(), param.get_device(), type(param.data).__name__]
+    refused = (lambda p: p.clone(), lambda p: p.dim(), lambda p: p * 2, lambda p: p.sum(), lambda p: p.view(-1))
+    return [*seen, [error_kind(lambda f=f: f(param)) for f in refused]]
 
 
 @sc

@@ -148,8 +148,14 @@ class _UninitializedMixin:
         self.__class__ = self.cls_to_become
 
     def _converted(self, method: str, *args, **kwargs):
-        """A placeholder of the dtype and device ``method`` (``to``, ``half``, ...) gives an empty tensor."""
+        """What ``method`` (``to``, ``half``, ...) gives, as PyTorch's: the placeholder itself where nothing
+        changes; else a parameter gives a plain empty tensor and a buffer a placeholder of the new dtype and
+        device (``Module._apply`` moves a lazy module's placeholders with either)."""
         out = getattr(Tensor(self._node), method)(*args, **kwargs)
+        if (out.dtype, out.device) == (self._node.dtype, self._node.device):
+            return self
+        if isinstance(self, Parameter):
+            return out
         return type(self)(self.requires_grad, device=out.device, dtype=out.dtype)
 
     def to(self, *args, **kwargs):
@@ -167,6 +173,18 @@ class _UninitializedMixin:
     def bfloat16(self):
         return self._converted("bfloat16")
 
+    def char(self):
+        return self._converted("char")
+
+    def short(self):
+        return self._converted("short")
+
+    def int(self):
+        return self._converted("int")
+
+    def long(self):
+        return self._converted("long")
+
     def cpu(self):
         return self._converted("cpu")
 
@@ -177,7 +195,16 @@ class _UninitializedMixin:
         return self._converted("type", *args, **kwargs) if args or kwargs else Tensor(self._node).type()
 
     def detach(self):
-        return self._converted("detach")
+        # PyTorch refuses it (ValueError); vkml's Module conversions detach first, so it is the placeholder
+        return self
+
+    @property
+    def data(self):
+        return Tensor(self._node)
+
+    @data.setter
+    def data(self, value) -> None:
+        _set_data(self, value)
 
     def __reduce_ex__(self, protocol):
         return type(self), (self.requires_grad,)

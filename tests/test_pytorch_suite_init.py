@@ -196,7 +196,7 @@ for _dtype in ("float16", "bfloat16"):
     SLOW[f"trunc_normal_low_precision_{_dtype}_10000"] = _trunc_normal_wide(_dtype, -2.0, 2.0)
 for _dtype in ("float32", "float64", "float16"):
     (SC if _dtype == "float16" else SLOW)[f"trunc_normal_narrow_interval_{_dtype}"] = _trunc_normal_wide(
-        _dtype, 2.0, 3.0, n=2000
+        _dtype, 2.0, 3.0, n=1000
     )
     SLOW[f"trunc_normal_narrow_interval_{_dtype}_10000"] = _trunc_normal_wide(_dtype, 2.0, 3.0)
 for _dtype in ("float32", "float64", "float16", "bfloat16"):

@@ -290,11 +290,11 @@ for _n, (_cls, _fn, _inputs, _w, _w_small) in {
 }.items():
     _t_cls, _t_fn = f"ConvTranspose{_n}d", f"conv_transpose{_n}d"
     _t_w = (16, 32, *([2] * _n))
-    SC[f"lazy_conv{_n}d"] = _lazy_conv(_cls, _fn, (6, 2), _w_small, (6, 4, *([2] * _n)), (6,))
+    (SC if _n < 3 else SLOW)[f"lazy_conv{_n}d"] = _lazy_conv(_cls, _fn, (6, 2), _w_small, (6, 4, *([2] * _n)), (6,))
     SLOW[f"lazy_conv{_n}d_full"] = _lazy_conv(_cls, _fn, (32, 2), _inputs, _w, (32,))
     SC[f"lazy_conv{_n}d_pickle"] = _lazy_conv_pickle(_cls, (6, 2), _w_small)
     SC[f"lazy_conv{_n}d_state"] = _lazy_conv_state(_cls, 16, 32, 2)
-    (SC if _n < 3 else SLOW)[f"lazy_conv_transpose{_n}d"] = _lazy_conv(
+    (SC if _n == 2 else SLOW)[f"lazy_conv_transpose{_n}d"] = _lazy_conv(
         _t_cls, _t_fn, (6, 2), _w_small, (4, 6, *([2] * _n)), (6,)
     )
     SLOW[f"lazy_conv_transpose{_n}d_full"] = _lazy_conv(_t_cls, _t_fn, (32, 2), _inputs, _t_w, (32,))
@@ -329,7 +329,7 @@ def _conv_state_and_forward(cls: str):
     return f
 
 
-SC["lazy_conv2d_state_and_forward"] = _conv_state_and_forward("Conv2d")
+SLOW["lazy_conv2d_state_and_forward"] = _conv_state_and_forward("Conv2d")
 SC["lazy_conv_transpose2d_state_and_forward"] = _conv_state_and_forward("ConvTranspose2d")
 
 

@@ -16,7 +16,9 @@ PyTorch's test compares them; the default suite runs small shapes, ``-m exhausti
 from __future__ import annotations
 
 import copy
+import os
 import pickle
+import tempfile
 
 import numpy as np
 import pytest
@@ -612,6 +614,17 @@ def placeholder_conversions(m):
     seen += [param.size(), param.is_floating_point(), param.get_device(), type(param.data).__name__]
     refused = (lambda p: p.clone(), lambda p: p.dim(), lambda p: p * 2, lambda p: p.sum(), lambda p: p.view(-1))
     return [*seen, [error_kind(lambda f=f: f(param)) for f in refused]]
+
+
+@sc
+def save_and_load_a_lazy_state_dict(m):
+    """torch.save pickles the placeholders of a lazy module's state dict; load gives them back."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "lazy.pt")
+        m.save(m.nn.LazyLinear(3).state_dict(), path)
+        state = m.load(path, weights_only=False)
+    lazy = m.nn.LazyLinear(3)
+    return list(state), kinds(m, *state.values()), tuple(lazy.load_state_dict(state)), lazy.has_uninitialized_params()
 
 
 @sc

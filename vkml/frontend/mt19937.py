@@ -267,12 +267,18 @@ def uniform(e: Engine, n: int, dtype: str, low: float, high: float) -> np.ndarra
     """``uniform_(low, high)`` of ``n`` values: float64 from ``random64()``, the others from ``random()``.
 
     ``x·(high - low) + low`` with the multiply-add fused as in PyTorch's compiled kernel, in float64
-    for float64 and in float32 for the others (float16 and bfloat16 round the float32 value).
+    for float64 and in float32 for the others (float16 and bfloat16 round the float32 value, and give
+    ``low`` where it rounds to ``high``, as PyTorch's).
     """
     if dtype == "float64":
         return _fma64(e.uniform64(n), float(high) - float(low), float(low))
     lo, hi = _F32(low), _F32(high)
-    return _fma32(e.uniform32(n), hi - lo, lo)
+    values = _fma32(e.uniform32(n), hi - lo, lo)
+    if dtype in ("float16", "bfloat16"):  # a value that rounds up to ``high`` is ``low``: PyTorch keeps [low, high)
+        _, rounded = _rounding(dtype)
+        values = rounded(values)
+        values[values == rounded(np.asarray([high], _F32))[0]] = rounded(np.asarray([low], _F32))[0]
+    return values
 
 
 # Box–Muller rows transformed at a time: a slice's float64 temporaries stay in the caches (randn of
@@ -394,39 +400,66 @@ def randperm(e: Engine, n: int) -> np.ndarray:
     return np.array(values, np.int64)
 
 
-def trunc_normal(e: Engine, n: int, mean: float, std: float, a: float, b: float) -> np.ndarray:
-    """``nn.init.trunc_normal_``'s float32 values, by PyTorch's rejection sampler (PyTorch 2.12 on).
+def _round_bf16(x: np.ndarray) -> np.ndarray:
+    """float32 values rounded to bfloat16 (to nearest, ties to even), kept as float32."""
+    bits = np.asarray(x, _F32).view(np.uint32)
+    return ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32).view(_F32)
+
+
+def _rounding(dtype: str):
+    """How PyTorch's CPU kernels round each op's result for ``dtype``: float16 and bfloat16 compute in
+    float32 (their opmath type) and round the result; float32 and float64 compute in their own type."""
+    if dtype == "float64":
+        return np.float64, np.float64
+    if dtype == "float16":
+        return _F32, lambda x: np.asarray(x, _F32).astype(np.float16).astype(_F32)
+    if dtype == "bfloat16":
+        return _F32, _round_bf16
+    return _F32, _F32
+
+
+def trunc_normal(e: Engine, n: int, mean: float, std: float, a: float, b: float, dtype: str = "float32") -> np.ndarray:
+    """``nn.init.trunc_normal_``'s values for a ``dtype`` tensor, by PyTorch's rejection sampler (PyTorch 2.12
+    on), each op rounded to ``dtype`` as PyTorch's tensor ops round it (float64 values for float64, float32
+    holding the reduced values for float16 and bfloat16).
 
     Where the interval holds more than 0.3 of the mass: normal draws of the whole tensor, redrawn
-    whole while any value lies outside [a, b], each round keeping the new values only where the old
-    ones fell outside. Otherwise: uniform candidates in [a, b] accepted where ``log u`` is above the
-    candidate's log density (relative to its peak in the interval), again redrawn whole per round.
+    whole while any value lies outside [a, b] (the bounds rounded to ``dtype``), each round keeping the new
+    values only where the old ones fell outside. Otherwise: uniform candidates in [a, b] accepted where
+    ``log u`` is above the candidate's log density (relative to its peak in the interval), again redrawn
+    whole per round.
     """
+    opmath, rounded = _rounding(dtype)
 
     def cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
+    def normals() -> np.ndarray:
+        return rounded(normal(e, n, dtype, mean, std).astype(opmath))
+
     if cdf((b - mean) / std) - cdf((a - mean) / std) > 0.3:
-        lo, hi = _F32(a), _F32(b)
-        out = normal(e, n, "float32", mean, std).astype(_F32)
+        lo, hi = rounded(np.asarray([a], opmath))[0], rounded(np.asarray([b], opmath))[0]
+        out = normals()
         while True:
             outside = (out < lo) | (out > hi)
             if not outside.any():
                 return out
-            out = np.where(outside, normal(e, n, "float32", mean, std).astype(_F32), out)
+            out = np.where(outside, normals(), out)
     mode = max(a, min(mean, b))
     log_peak = -0.5 * ((mode - mean) / std) ** 2
+    mean_, std_, half_, peak_ = (opmath(v) for v in (mean, std, -0.5, log_peak))
 
     def rejected(candidates: np.ndarray) -> np.ndarray:
-        z = (candidates - _F32(mean)) / _F32(std)
-        log_pdf = (z * z) * _F32(-0.5) - _F32(log_peak)
+        # candidates.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak), each op rounded
+        z = rounded(rounded(candidates - mean_) / std_)
+        log_pdf = rounded(rounded(rounded(z * z) * half_) - peak_)
         with np.errstate(divide="ignore"):
-            return np.log(uniform(e, n, "float32", 0.0, 1.0)) > log_pdf
+            return rounded(np.log(rounded(uniform(e, n, dtype, 0.0, 1.0)))) > log_pdf
 
-    out = uniform(e, n, "float32", a, b)
+    out = rounded(uniform(e, n, dtype, a, b))
     pending = rejected(out)
     while pending.any():
-        candidates = uniform(e, n, "float32", a, b)
+        candidates = rounded(uniform(e, n, dtype, a, b))
         out = np.where(pending, candidates, out)
         pending = np.where(pending, rejected(candidates), pending)
     return out

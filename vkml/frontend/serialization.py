@@ -85,6 +85,8 @@ class _Encoder:
         if isinstance(obj, float):
             return {"float": repr(obj)}  # repr round-trips every float, nan and inf included
         if isinstance(obj, Tensor):
+            if hasattr(obj, "materialize"):  # a lazy module's placeholder has no values: pickled, as torch.save does
+                raise _NotData(f"save: {path or 'the tensor'} is an uninitialized parameter or buffer")
             return self._tensor(obj, path)
         if isinstance(obj, np.ndarray):
             return {"ndarray": self._store(obj, np.ascontiguousarray(obj), path)}

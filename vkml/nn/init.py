@@ -23,7 +23,7 @@ import warnings
 
 import numpy as np
 
-from ..errors import DTypeError
+from ..errors import DTypeNotImplementedError
 from ..frontend import creation, mt19937
 from ..frontend import random as _random
 from ..frontend.random import Generator
@@ -94,8 +94,10 @@ def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
 
 
 def _check_float(op: str, tensor: Tensor) -> None:
-    if not tensor.dtype.is_float:
-        raise DTypeError(f"{op}: random initialisation needs a floating point tensor, this one is {tensor.dtype.name}")
+    if not tensor.dtype.is_float:  # PyTorch's kernels raise NotImplementedError for the dtype
+        raise DTypeNotImplementedError(
+            f"{op}: random initialisation needs a floating point tensor, this one is {tensor.dtype.name}"
+        )
 
 
 def _fill(tensor: Tensor, values: Tensor) -> Tensor:
@@ -126,7 +128,8 @@ def trunc_normal_(
     generator: Generator | None = None,
 ) -> Tensor:
     """Normal values with ``mean`` and ``std`` truncated to [a, b]: PyTorch's rejection sampler
-    (PyTorch 2.12 and later; ``vkml.frontend.mt19937.trunc_normal``), drawn on the host."""
+    (PyTorch 2.12 and later; ``vkml.frontend.mt19937.trunc_normal``), drawn on the host in the tensor's
+    dtype, as PyTorch's tensor ops compute it."""
     _check_float("trunc_normal_", tensor)
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn(
@@ -135,7 +138,17 @@ def trunc_normal_(
             stacklevel=2,
         )
     values = _random.host_draw(
-        "trunc_normal_", tensor.shape, tensor.dtype, tensor.device, generator, mt19937.trunc_normal, mean, std, a, b
+        "trunc_normal_",
+        tensor.shape,
+        tensor.dtype,
+        tensor.device,
+        generator,
+        mt19937.trunc_normal,
+        mean,
+        std,
+        a,
+        b,
+        tensor.dtype.name,
     )
     return _fill(tensor, values)
 
@@ -251,16 +264,20 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator: Generator | None = N
     _check_float("orthogonal_", tensor)
     if tensor.numel() == 0 or tensor.device.kind == "meta":  # meta: no values, no draws (PyTorch's)
         return tensor
+    if tensor.dtype.itemsize == 2:  # PyTorch's QR has no float16 or bfloat16 kernel
+        name = "Half" if tensor.dtype.name == "float16" else "BFloat16"
+        raise NotImplementedError(f"orthogonal_: \"geqrf_cpu\" not implemented for '{name}'")
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flattened = _random.normal_values("normal_", (rows, cols), 0.0, 1.0, None, "cpu", generator).numpy()
+    # the normal draws in the tensor's dtype (float64 draws otherwise), as PyTorch's
+    flattened = _random.normal_values("normal_", (rows, cols), 0.0, 1.0, tensor.dtype, "cpu", generator).numpy()
     if rows < cols:
         flattened = flattened.T
-    q, r = np.linalg.qr(flattened)  # float32, as PyTorch's
+    q, r = np.linalg.qr(flattened)  # in the tensor's float32 or float64, as PyTorch's
     q *= np.sign(np.diag(r))
     if rows < cols:
         q = q.T
-    return _from_host(tensor, (q * np.float32(gain)).reshape(tensor.shape))
+    return _from_host(tensor, (q * q.dtype.type(gain)).reshape(tensor.shape))
 
 
 def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Generator | None = None) -> Tensor:
@@ -276,7 +293,9 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator: Gener
         return tensor
     rows, cols = tensor.shape
     num_zeros = int(math.ceil(sparsity * rows))
-    values = _random.normal_values("normal_", (rows, cols), 0.0, std, None, "cpu", generator).numpy()
+    # the normal draws in the tensor's dtype (float64 and float16 draw otherwise), as PyTorch's
+    values = _random.normal_values("normal_", (rows, cols), 0.0, std, tensor.dtype, "cpu", generator).float()
+    values = values.double().numpy() if tensor.dtype.name == "float64" else values.numpy()
     for col in range(cols):
         order = _random.default_generator.draw(mt19937.randperm, rows)
         values[order[:num_zeros], col] = 0

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import math
 
-from ..frontend import creation
+from ..frontend import autograd, creation
 from ..frontend import operators as functions
 from . import activation, init
 from . import functional as F
 from . import functional_more as FM
 from .layers import Linear
-from .module import Module, Parameter, UninitializedParameter, _set_data, initialized
+from .lazy import LazyModuleMixin
+from .module import Module, Parameter, UninitializedParameter, _set_data
 
 # ---------------------------------------------------------------------- softmax layers
 
@@ -290,45 +291,45 @@ class Bilinear(Module):
         )
 
 
-class LazyLinear(Linear):
-    """A ``Linear`` whose ``in_features`` is read from the first input: until then its parameters are empty;
-    the first call gives them their shapes and PyTorch's initialisation, and the module becomes a ``Linear``.
+class LazyLinear(LazyModuleMixin, Linear):
+    """A ``Linear`` whose ``in_features`` is read from the first input: until then its parameters are
+    placeholders (``UninitializedParameter``); the first call gives them their shapes and PyTorch's
+    initialisation, and the module becomes a ``Linear`` (vkml/nn/lazy.py).
 
-    The parameters keep their identity (an optimizer made before the first call sees the new values),
-    but, as in PyTorch, run one forward pass before making the optimizer: its state is shaped then.
+    >>> lin = vkml.nn.LazyLinear(3)
+    >>> tuple(lin(vkml.ones(2, 5)).shape), type(lin).__name__, tuple(lin.weight.shape)
+    ((2, 3), 'Linear', (3, 5))
     """
 
+    cls_to_become = Linear
+
     def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None):
-        Module.__init__(self)
-        self.in_features, self.out_features = 0, out_features
+        super().__init__(0, 0, False)  # no bias made: the placeholder takes its place
         self.weight = UninitializedParameter(device=device, dtype=dtype)
+        self.out_features = out_features
         if bias:
             self.bias = UninitializedParameter(device=device, dtype=dtype)
-        else:
-            self.register_parameter("bias", None)
 
-    def has_uninitialized_params(self) -> bool:
-        return self.in_features == 0 and tuple(self.weight.shape) == (0,)
+    def reset_parameters(self) -> None:
+        if not self.has_uninitialized_params() and self.in_features != 0:
+            super().reset_parameters()
 
     def initialize_parameters(self, input) -> None:
         """Shape the parameters for ``input``'s last dim and initialise them (PyTorch's ``Linear`` defaults)."""
-        if not self.has_uninitialized_params():
-            return
-        self.in_features = input.shape[-1]
-        # the placeholders' dtype and device: a .to()/.double() before the first call moved them, as PyTorch's
-        weight, bias = self.weight, self.bias
-        _set_data(weight, creation.zeros(self.out_features, self.in_features, dtype=weight.dtype, device=weight.device))
-        initialized(weight)
-        if bias is not None:
-            _set_data(bias, creation.zeros(self.out_features, dtype=bias.dtype, device=bias.device))
-            initialized(bias)
-        self.reset_parameters()
-
-    def forward(self, input):
         if self.has_uninitialized_params():
-            self.initialize_parameters(input)
-            self.__class__ = Linear
-        return F.linear(input, self.weight, self.bias)
+            with autograd.no_grad():
+                self.in_features = input.shape[-1]
+                self.weight.materialize((self.out_features, self.in_features))
+                if self.bias is not None:
+                    self.bias.materialize((self.out_features,))
+                self.reset_parameters()
+        if self.in_features == 0:  # loaded from a state dict: the input must fit the loaded weight
+            if input.shape[-1] != self.weight.shape[-1]:
+                raise AssertionError(
+                    f"The in_features inferred from input: {input.shape[-1]} is not equal to in_features from "
+                    f"self.weight: {self.weight.shape[-1]}"
+                )
+            self.in_features = input.shape[-1]
 
 
 # ---------------------------------------------------------------------- EmbeddingBag, LocalResponseNorm

@@ -46,8 +46,8 @@ def checkpoint_values(value, key: str):
     if isinstance(value, (np.ndarray, np.generic)):
         return np.asarray(value)
     raise TypeError(
-        f'While copying the parameter named "{key}", expected vkml.Tensor, a numpy array or a torch '
-        f"tensor from checkpoint but received {type(value)}"
+        f'While copying the parameter named "{key}", expected vkml.Tensor or Tensor-like object from checkpoint '
+        f"but received {type(value)}"
     )
 
 

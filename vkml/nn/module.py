@@ -26,6 +26,7 @@ does this is ``_set_data``.
 from __future__ import annotations
 
 import functools
+import sys
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
@@ -88,10 +89,139 @@ class Parameter(Tensor):
         return out
 
 
-class UninitializedParameter(Parameter):
-    """A lazy module's parameter before its first call (``LazyLinear``, ``LazyConv2d``, ...): empty, of the
-    dtype and device it will have; ``materialize(shape)`` gives it that shape (uninitialised values) and
-    makes it a plain ``Parameter``, as the module's first call does.
+_SHAPE_MESSAGE = (
+    "Can't access the shape of an uninitialized parameter or buffer. This error usually happens in "
+    "`load_state_dict` when trying to load an uninitialized parameter into an initialized one. Call `forward` to "
+    "initialize the parameters before accessing their attributes."
+)
+
+
+def _refuse_use(cls: type, frame) -> ValueError:
+    """PyTorch's error for an op on a placeholder (its ``__torch_function__`` refuses all but a few)."""
+    return ValueError(
+        f"Attempted to use an uninitialized parameter in {frame.f_code.co_name}. This error happens when you are "
+        f"using a `LazyModule` or explicitly manipulating `torch.nn.parameter.{cls.__name__}` objects. When using "
+        "LazyModules Call `forward` with a dummy batch to initialize the parameters before calling torch functions"
+    )
+
+
+class _UninitializedMixin:
+    """What a lazy module's placeholder allows before it is materialized, as PyTorch's
+    ``UninitializedTensorMixin``: its dtype and device, ``size()``, casts and moves (``to``, ``half``, ``cuda``,
+    which give a placeholder again), ``materialize``; any op raises ``ValueError``, ``.shape`` ``RuntimeError``.
+    The empty node a placeholder keeps carries its dtype and device only."""
+
+    __slots__ = ()
+
+    @property
+    def node(self):
+        raise _refuse_use(type(self), sys._getframe(1))
+
+    @node.setter
+    def node(self, value) -> None:
+        self._node = value.node if isinstance(value, Tensor) else value
+
+    @property
+    def shape(self):
+        caller = sys._getframe(1)
+        if caller.f_globals.get("__name__", "").startswith("vkml."):  # an op reading it: PyTorch's op refuses
+            raise _refuse_use(type(self), caller)
+        raise RuntimeError(_SHAPE_MESSAGE)
+
+    @property
+    def device(self):
+        return self._node.device
+
+    def size(self, dim: int | None = None):
+        return as_size(self._node.shape) if dim is None else self._node.shape[dim]
+
+    def share_memory_(self):
+        raise RuntimeError(
+            "Can't share memory on an uninitialized parameter or buffer. Call `forward` to initialize the "
+            "parameters before calling `module.share_memory()`."
+        )
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        """Give the placeholder ``shape`` (values uninitialised: zeros here) and make it a plain Parameter or tensor."""
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        self._node = creation.zeros(*shape, device=device or self._node.device, dtype=dtype or self._node.dtype).node
+        self.__class__ = self.cls_to_become
+
+    def _converted(self, method: str, *args, **kwargs):
+        """What ``method`` (``to``, ``half``, ...) gives, as PyTorch's: the placeholder itself where nothing
+        changes; else a parameter gives a plain empty tensor and a buffer a placeholder of the new dtype and
+        device (``Module._apply`` moves a lazy module's placeholders with either)."""
+        out = getattr(Tensor(self._node), method)(*args, **kwargs)
+        if (out.dtype, out.device) == (self._node.dtype, self._node.device):
+            return self
+        if isinstance(self, Parameter):
+            return out
+        return type(self)(self.requires_grad, device=out.device, dtype=out.dtype)
+
+    def to(self, *args, **kwargs):
+        return self._converted("to", *args, **kwargs)
+
+    def half(self):
+        return self._converted("half")
+
+    def float(self):
+        return self._converted("float")
+
+    def double(self):
+        return self._converted("double")
+
+    def bfloat16(self):
+        return self._converted("bfloat16")
+
+    def char(self):
+        return self._converted("char")
+
+    def short(self):
+        return self._converted("short")
+
+    def int(self):
+        return self._converted("int")
+
+    def long(self):
+        return self._converted("long")
+
+    def cpu(self):
+        return self._converted("cpu")
+
+    def cuda(self, *args, **kwargs):
+        return self._converted("cuda", *args, **kwargs)
+
+    def type(self, *args, **kwargs):
+        return self._converted("type", *args, **kwargs) if args or kwargs else Tensor(self._node).type()
+
+    def detach(self):
+        # PyTorch refuses it (ValueError); vkml's Module conversions detach first, so it is the placeholder
+        return self
+
+    @property
+    def data(self):
+        return Tensor(self._node)
+
+    @data.setter
+    def data(self, value) -> None:
+        _set_data(self, value)
+
+    def __reduce_ex__(self, protocol):
+        return type(self), (self.requires_grad,)
+
+    def __deepcopy__(self, memo):
+        if id(self) not in memo:
+            memo[id(self)] = type(self)(self.requires_grad, device=self._node.device, dtype=self._node.dtype)
+        return memo[id(self)]
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}>"
+
+
+class UninitializedParameter(_UninitializedMixin, Parameter):
+    """A lazy module's parameter before its first call (``LazyLinear``, ``LazyConv2d``, ...): it holds no values,
+    only the dtype and device it will have; ``materialize(shape)`` gives it that shape and makes it a plain
+    ``Parameter``, as the module's first call does. Its shape cannot be read and ops refuse it, as PyTorch's.
 
     >>> p = UninitializedParameter()
     >>> p.materialize((2, 3)); type(p).__name__, tuple(p.shape)
@@ -105,16 +235,10 @@ class UninitializedParameter(Parameter):
         return Tensor.__new__(cls)
 
     def __init__(self, requires_grad: bool = True, device=None, dtype=None):
-        super().__init__(creation.zeros(0, device=device, dtype=dtype), requires_grad)
-
-    def materialize(self, shape, device=None, dtype=None) -> None:
-        _materialize(self, shape, device, dtype)
-
-    def __repr__(self) -> str:
-        return "<UninitializedParameter>"
+        Parameter.__init__(self, creation.zeros(0, device=device, dtype=dtype), requires_grad)
 
 
-class UninitializedBuffer(Tensor):
+class UninitializedBuffer(_UninitializedMixin, Tensor):
     """A lazy module's buffer (running statistics) before its first call; ``materialize(shape)`` makes it a
     plain tensor of that shape, as ``UninitializedParameter``'s."""
 
@@ -122,21 +246,9 @@ class UninitializedBuffer(Tensor):
     cls_to_become = Tensor
 
     def __init__(self, requires_grad: bool = False, device=None, dtype=None, persistent: bool = True):
-        super().__init__(creation.zeros(0, device=device, dtype=dtype).node, requires_grad=requires_grad)
+        Tensor.__init__(self, creation.zeros(0, device=device, dtype=dtype).node, requires_grad=requires_grad)
         self.persistent = persistent
         self._is_buffer = True
-
-    def materialize(self, shape, device=None, dtype=None) -> None:
-        _materialize(self, shape, device, dtype)
-
-    def __repr__(self) -> str:
-        return "<UninitializedBuffer>"
-
-
-def _materialize(t, shape, device, dtype) -> None:
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    _set_data(t, creation.zeros(*shape, device=device or t.device, dtype=dtype or t.dtype))
-    initialized(t)
 
 
 def uninitialize(t: Tensor) -> Tensor:
@@ -146,16 +258,9 @@ def uninitialize(t: Tensor) -> Tensor:
     return t
 
 
-def initialized(t: Tensor) -> Tensor:
-    """``t`` (a lazy placeholder given its values) as a plain Parameter or tensor again."""
-    if isinstance(t, (UninitializedParameter, UninitializedBuffer)):
-        t.__class__ = t.cls_to_become
-    return t
-
-
 def is_lazy(param) -> bool:
     """Whether ``param`` is an uninitialised parameter or buffer of a lazy module (``torch.nn.parameter.is_lazy``)."""
-    return isinstance(param, (UninitializedParameter, UninitializedBuffer))
+    return isinstance(param, _UninitializedMixin)
 
 
 class ComplexParameter(ComplexTensor, Parameter):
@@ -234,6 +339,11 @@ def _assigned(target: Tensor, given) -> Tensor:
     return Parameter(given, requires_grad=target.requires_grad)
 
 
+def _without_module(hook: Callable, module, *args):
+    """A load_state_dict pre-hook registered without its module (a partial of this pickles, a lambda not)."""
+    return hook(*args)
+
+
 def _set_data(tensor: Tensor, value: Tensor) -> Tensor:
     """Give ``tensor`` the values of ``value`` in place (PyTorch's ``tensor.data = value``); returns ``tensor``.
 
@@ -245,6 +355,9 @@ def _set_data(tensor: Tensor, value: Tensor) -> Tensor:
     """
     if isinstance(tensor, ComplexTensor):  # its pair takes the values
         return _set_data(tensor._pair, value._pair if isinstance(value, ComplexTensor) else value)
+    if is_lazy(tensor):  # a placeholder keeps no values, views or history: only the dtype and device change
+        tensor._node = value._node if is_lazy(value) else value.detach().node
+        return tensor
     node = value.detach().node
     if tensor._base is None and (node.shape, node.dtype, node.device) != (tensor.shape, tensor.dtype, tensor.device):
         # a new storage, as PyTorch's ``p.data = v`` (module.half(), .to(device)): the tensor a Parameter
@@ -752,11 +865,26 @@ class Module:
         return self
 
     # ------------------------------------------------------------------ state
-    def state_dict(self, *, destination=None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
+    def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False) -> OrderedDict:
         """Parameters and persistent buffers by dotted name, detached (same values, no copy).
 
-        A shared module or a tied parameter appears under every name it has, as in PyTorch.
+        A shared module or a tied parameter appears under every name it has, as in PyTorch. The old
+        positional form ``state_dict(destination, prefix, keep_vars)`` still works, with PyTorch's
+        FutureWarning.
         """
+        if args:
+            warnings.warn(
+                "Positional args are being deprecated, use kwargs instead. Refer to "
+                "https://pytorch.org/docs/main/generated/torch.nn.Module.html#torch.nn.Module.state_dict for details.",
+                FutureWarning,
+                stacklevel=2,
+            )
+            if destination is None and len(args) > 0:
+                destination = args[0]
+            if len(args) > 1 and prefix == "":
+                prefix = args[1]
+            if len(args) > 2 and keep_vars is False:
+                keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
@@ -822,8 +950,11 @@ class Module:
             _LOAD_WALKS.pop()
         for name, module in self._modules.items():
             if module is not None:
+                # each child is handed its own entries only, as PyTorch's (its load pre-hooks see those)
+                child_prefix = f"{prefix}{name}."
+                child_state = {k: v for k, v in state_dict.items() if k.startswith(child_prefix)}
                 module._match_state(
-                    state_dict, f"{prefix}{name}.", loads, missing, unexpected, errors, extras, assign, metadata
+                    child_state, child_prefix, loads, missing, unexpected, errors, extras, assign, metadata
                 )
 
     def _load_from_state_dict(
@@ -852,7 +983,18 @@ class Module:
             if key not in state_dict:
                 missing_keys.append(key)
                 continue
-            values = checkpoint_values(state_dict[key], key)
+            if is_lazy(target) or is_lazy(state_dict[key]):
+                if not is_lazy(target):  # PyTorch reads the placeholder's shape, which raises
+                    raise RuntimeError(_SHAPE_MESSAGE)
+                continue  # a placeholder to keep (a lazy module's load hook materialized those it could)
+            try:
+                values = checkpoint_values(state_dict[key], key)
+            except TypeError as error:  # PyTorch reports it with the other errors
+                error_msgs.append(str(error))
+                continue
+            given = state_dict[key]
+            if len(target.shape) == 0 and tuple(values.shape) == (1,):  # PyTorch 0.3's scalars, as PyTorch loads them
+                values, given = values[0], given[0]
             if tuple(values.shape) != target.shape:
                 error_msgs.append(
                     f"size mismatch for {key}: copying a param with shape {as_size(tuple(values.shape))} from checkpoint, "
@@ -866,7 +1008,7 @@ class Module:
                     "state dictionary to their corresponding key in the module instead of copying them in place?)",
                     stacklevel=2,
                 )
-            loads.append(_Load(self, name, target, values, state_dict[key]))
+            loads.append(_Load(self, name, target, values, given))
         for key in state_dict:
             if not key.startswith(prefix):
                 continue
@@ -985,7 +1127,7 @@ class Module:
         with the module first only when ``with_module``."""
         if with_module:
             return self.register_load_state_dict_pre_hook(hook)
-        return self.register_load_state_dict_pre_hook(lambda module, *args: hook(*args))
+        return self.register_load_state_dict_pre_hook(functools.partial(_without_module, hook))
 
     def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
         """``hook(module, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,

@@ -9,6 +9,8 @@ parameters, buffers (running_mean, running_var, num_batches_tracked) and train/e
 
 from __future__ import annotations
 
+import warnings
+
 from ..frontend import autograd, creation
 from ..ir import types as T
 from . import functional_norm as FN
@@ -160,6 +162,18 @@ class _InstanceNorm(_NormBase):
     def forward(self, input):
         self._check_input_dim(input)
         unbatched = input.ndim == self._dims[0]
+        feature_dim = 0 if unbatched else 1
+        if input.shape[feature_dim] != self.num_features:
+            if self.affine:
+                raise ValueError(
+                    f"expected input's size at dim={feature_dim} to match num_features ({self.num_features}), "
+                    f"but got: {input.shape[feature_dim]}."
+                )
+            warnings.warn(
+                f"input's size at dim={feature_dim} does not match num_features. You can silence this warning by "
+                "not passing in num_features, which is not used because affine=False",
+                stacklevel=2,
+            )
         if unbatched:
             input = input.unsqueeze(0)
         out = FN.instance_norm(

@@ -6,6 +6,7 @@ from ..frontend.creation import full_like
 from ..frontend.operators import HALF_PRECISION, add
 from ..frontend.tensor_api import addcdiv, addcmul
 from ..ir import types as T
+from ..nn.module import is_lazy
 from ..tensor import Tensor
 from . import fused
 from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
@@ -61,6 +62,10 @@ class Adagrad(Optimizer):
         }
         super().__init__(params, defaults)
         check_fused_foreach(fused, foreach)
+        for group in self.param_groups:
+            for param in group["params"]:
+                if is_lazy(param):  # PyTorch makes the sums here, which a placeholder refuses (ValueError)
+                    full_like(param, initial_accumulator_value)
 
     _sparse_grads = True  # only the rows a sparse gradient names change, sums included (PyTorch's)
 

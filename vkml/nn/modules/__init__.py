@@ -24,6 +24,7 @@ from . import (  # noqa: F401  (the submodules, as attributes: nn.modules.batchn
     flatten,
     fold,
     instancenorm,
+    lazy,
     linear,
     loss,
     module,

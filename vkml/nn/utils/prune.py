@@ -87,7 +87,10 @@ class BasePruningMethod:
                 old_method, old_keys = hook, [key]
         orig = getattr(module, name)
         if importance_scores is not None and tuple(importance_scores.shape) != tuple(orig.shape):
-            raise AssertionError(f"importance_scores should have the same shape as parameter {name} of {module}")
+            raise AssertionError(
+                f"importance_scores should have the same shape as parameter {name} of {module}, "
+                f"got {importance_scores.shape} vs {orig.shape}"
+            )
 
         if old_method is None:
             module.register_parameter(name + "_orig", orig)
@@ -127,7 +130,9 @@ class BasePruningMethod:
     def prune(self, t: Tensor, default_mask: Tensor | None = None, importance_scores: Tensor | None = None) -> Tensor:
         """``t`` with this method's mask applied (the module is not touched)."""
         if importance_scores is not None and tuple(importance_scores.shape) != tuple(t.shape):
-            raise AssertionError("importance_scores should have the same shape as tensor t")
+            raise AssertionError(
+                f"importance_scores should have the same shape as tensor t, got {importance_scores.shape} vs {t.shape}"
+            )
         scores = importance_scores if importance_scores is not None else t
         mask = self.compute_mask(scores, default_mask=default_mask if default_mask is not None else ones_like(t))
         return t * mask
@@ -233,6 +238,22 @@ def _count(amount, size: int) -> int:
             raise ValueError(f"amount={amount} should be smaller than the number of parameters to prune={size}")
         return int(amount)
     return round(amount * size)
+
+
+def _validate_pruning_amount_init(amount) -> None:
+    """PyTorch's name for the check a pruning method makes of ``amount`` when it is made."""
+    _check_amount(amount)
+
+
+def _validate_pruning_amount(amount, tensor_size: int) -> None:
+    """PyTorch's name for the check of an integer ``amount`` against the entries there are to prune."""
+    if isinstance(amount, numbers.Integral) and amount > tensor_size:
+        raise ValueError(f"amount={amount} should be smaller than the number of parameters to prune={tensor_size}")
+
+
+def _compute_nparams_toprune(amount, tensor_size: int) -> int:
+    """PyTorch's name for ``_count``: how many of ``tensor_size`` entries ``amount`` prunes."""
+    return _count(amount, tensor_size)
 
 
 def _check_structured(t: Tensor, dim: int) -> None:
@@ -359,7 +380,9 @@ class CustomFromMask(BasePruningMethod):
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
         if tuple(default_mask.shape) != tuple(self.mask.shape):
-            raise AssertionError(f"mask of shape {tuple(self.mask.shape)} for a tensor of shape {tuple(t.shape)}")
+            raise AssertionError(
+                f"default_mask shape {default_mask.shape} must match self.mask shape {self.mask.shape}"
+            )
         return default_mask * self.mask.to(dtype=default_mask.dtype)
 
     @classmethod

@@ -27,7 +27,7 @@ from ...frontend import operators as F
 from ...frontend import shape
 from ...frontend.autograd import no_grad
 from ...frontend.random import randn
-from ..module import Parameter
+from ..module import Parameter, is_lazy
 
 
 def norm_except_dim(v, pow: float = 2, dim: int = 0):  # noqa: A002  (PyTorch's name)
@@ -63,6 +63,11 @@ class WeightNorm:
             if isinstance(hook, WeightNorm) and hook.name == name:
                 raise RuntimeError(f"Cannot register two weight_norm hooks on the same parameter {name}")
         weight = getattr(module, name, None)
+        if is_lazy(weight):
+            raise ValueError(
+                "The module passed to `WeightNorm` can't have uninitialized parameters. Make sure to run the dummy "
+                "forward before applying weight normalization"
+            )
         if not isinstance(weight, Parameter):
             raise ValueError(f"weight_norm: module has no parameter {name!r}")
         fn = WeightNorm(name, dim)
@@ -154,6 +159,11 @@ class SpectralNorm:
             if isinstance(hook, SpectralNorm) and hook.name == name:
                 raise RuntimeError(f"Cannot register two spectral_norm hooks on the same parameter {name}")
         weight = getattr(module, name, None)
+        if is_lazy(weight):
+            raise ValueError(
+                "The module passed to `SpectralNorm` can't have uninitialized parameters. Make sure to run the dummy "
+                "forward before applying spectral normalization"
+            )
         if not isinstance(weight, Parameter):
             raise ValueError(f"spectral_norm: module has no parameter {name!r}")
         fn = SpectralNorm(name, n_power_iterations, dim, eps)

@@ -1,0 +1,3 @@
+"""``torch.nn.modules.lazy``."""
+
+from ..lazy import LazyModuleMixin  # noqa: F401

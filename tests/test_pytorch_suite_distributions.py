@@ -816,34 +816,83 @@ def constraint_checks(m):
     return out
 
 
-@slow
-def biject_to_and_transform_to(m):
-    """test_biject_to / test_transform_to: a transform into the constraint's support, its inverse and
-    log_abs_det_jacobian; bijective transforms round-trip."""
-    D = m.distributions
-    C = D.constraints
-    x = m.tensor([[0.3, -1.2, 0.8], [1.5, 0.1, -0.4]])
-    out = []
-    for name, args in CONSTRAINTS[:13]:
-        c = _constraint(m, name, args)
-        for registry in (D.biject_to, D.transform_to):
-            t = attempt(lambda c=c, registry=registry: registry(c))
+# test_constraints.py's EXAMPLES: (constraint, value) whose check PyTorch's test asserts
+MATRIX_EXAMPLES = [
+    ("symmetric", [[2.0, 0], [2.0, 2]]),
+    ("positive_semidefinite", [[2.0, 0], [2.0, 2]]),
+    ("positive_definite", [[2.0, 0], [2.0, 2]]),
+    ("symmetric", [[3.0, -5], [-5.0, 3]]),
+    ("positive_semidefinite", [[3.0, -5], [-5.0, 3]]),
+    ("positive_definite", [[3.0, -5], [-5.0, 3]]),
+    ("positive_semidefinite", [[1.0, 2], [2.0, 4]]),
+    ("positive_definite", [[1.0, 2], [2.0, 4]]),
+    ("positive_semidefinite", [[[1.0, -2], [-2.0, 1]], [[2.0, 3], [3.0, 2]]]),
+    ("positive_definite", [[[1.0, -2], [-2.0, 4]], [[1.0, -1], [-1.0, 1]]]),
+    ("symmetric", [[[4.0, 2], [2.0, 4]], [[3.0, -1], [-1.0, 3]]]),
+    ("positive_definite", [[[4.0, 2], [2.0, 4]], [[3.0, -1], [-1.0, 3]]]),
+]
+
+
+@sc
+def constraint_matrix_examples(m):
+    C = m.distributions.constraints
+    return [getattr(C, name).check(m.tensor(value, dtype=m.float64)) for name, value in MATRIX_EXAMPLES]
+
+
+# test_constraints.py's CONSTRAINTS for test_biject_to and test_transform_to (tensor bounds are float64)
+BIJECT_CONSTRAINTS = [
+    ("real", ()),
+    ("real_vector", ()),
+    ("positive", ()),
+    ("greater_than", ([-10.0, -2, 0, 2, 10],)),
+    ("greater_than", (2,)),
+    ("greater_than_eq", (-2,)),
+    ("less_than", ([-10.0, -2, 0, 2, 10],)),
+    ("less_than", (-2,)),
+    ("unit_interval", ()),
+    ("interval", ([-4.0, -2, 0, 2, 4], [-3.0, 3, 1, 5, 5])),
+    ("interval", (1, 2)),
+    ("half_open_interval", ([-4.0, -2, 0, 2, 4], [-3.0, 3, 1, 5, 5])),
+    ("half_open_interval", (-2, -1)),
+    ("simplex", ()),
+    ("corr_cholesky", ()),
+    ("lower_cholesky", ()),
+    ("positive_definite", ()),
+]
+
+
+def biject_and_transform(registry_name):
+    """test_biject_to / test_transform_to: the transform's output satisfies the constraint, its inverse (or
+    pseudo-inverse) round-trips, the log-Jacobian's shape."""
+
+    def scenario(m):
+        D = m.distributions
+        C = D.constraints
+        out = []
+        for name, args in BIJECT_CONSTRAINTS:
+            c = getattr(C, name)
+            if args:
+                c = c(*(m.tensor(a, dtype=m.float64) if isinstance(a, list) else a for a in args))
+            t = attempt(lambda c=c: getattr(D, registry_name)(c))
             if isinstance(t, tuple):
                 out.append((name, t))
                 continue
-            if name in ("corr_cholesky",):
-                y = t(x[:, :3])
-            elif name in ("lower_cholesky",):
-                y = t(x[:, :2].reshape(3, 2)[:2])
+            m.manual_seed(16)
+            x = m.randn(6, 6, dtype=m.float64) if name == "corr_cholesky" else m.randn(5, 5, dtype=m.float64)
+            y = t(x)
+            row = [name, type(t).__name__, t.bijective, y, bool(c.check(y).all())]
+            if registry_name == "biject_to":
+                row += [t.inv(y), tuple(t.log_abs_det_jacobian(x, y).shape)]
             else:
-                y = t(x)
-            row = [name, type(t).__name__, y, c.check(y), t.bijective]
-            if t.bijective:
-                row.append(t.inv(y))
-                row.append(attempt(lambda t=t, y=y: t.log_abs_det_jacobian(t.inv(y), y)))
+                row.append(t(t.inv(y)))
             out.append(tuple(row))
-    out.append(attempt(lambda: D.biject_to(C.boolean)))
-    return out
+        return out
+
+    return scenario
+
+
+SLOW["biject_to"] = biject_and_transform("biject_to")
+SLOW["transform_to"] = biject_and_transform("transform_to")
 
 
 @sc
@@ -910,6 +959,146 @@ def transform_values_and_jacobians(m):
         row["inv"] = attempt(lambda t=t, y=y: t.inv(y))
         row["ladj"] = attempt(lambda t=t, value=value, y=y: t.log_abs_det_jacobian(value, y))
         out.append((name, row))
+    return out
+
+
+def transform_list(m, cache_size: int) -> list:
+    """test_transforms.py's get_transforms: each transform and its inverse (random parameters seeded)."""
+    T_ = m.distributions.transforms
+    m.manual_seed(17)
+
+    def affine(*shape):
+        return T_.AffineTransform(m.randn(*shape), m.randn(*shape), cache_size=cache_size)
+
+    forward = [
+        T_.AbsTransform(cache_size=cache_size),
+        T_.ExpTransform(cache_size=cache_size),
+        T_.PowerTransform(exponent=2, cache_size=cache_size),
+        T_.PowerTransform(exponent=m.tensor(5.0).normal_(), cache_size=cache_size),
+        T_.SigmoidTransform(cache_size=cache_size),
+        T_.TanhTransform(cache_size=cache_size),
+        T_.AffineTransform(0, 1, cache_size=cache_size),
+        T_.AffineTransform(1, -2, cache_size=cache_size),
+        affine(5),
+        affine(4, 5),
+        T_.SoftmaxTransform(cache_size=cache_size),
+        T_.SoftplusTransform(cache_size=cache_size),
+        T_.StickBreakingTransform(cache_size=cache_size),
+        T_.LowerCholeskyTransform(cache_size=cache_size),
+        T_.CorrCholeskyTransform(cache_size=cache_size),
+        T_.ComposeTransform([affine(4, 5), T_.ExpTransform(cache_size=cache_size)]),
+        T_.ComposeTransform([T_.AffineTransform(0, 1, cache_size=cache_size), affine(4, 5)]),
+        T_.ReshapeTransform((4, 5), (2, 5, 2)),
+        T_.IndependentTransform(affine(5), 1),
+    ]
+    return forward + [t.inv for t in forward]
+
+
+def transform_data(m, transform):
+    """test_transforms.py's generate_data: an input in the transform's domain (seeded)."""
+    C = m.distributions.constraints
+    T_ = m.distributions.transforms
+    m.manual_seed(1)
+    while isinstance(transform, T_.IndependentTransform):
+        transform = transform.base_transform
+    if isinstance(transform, T_.ReshapeTransform):
+        return m.randn(*transform.in_shape)
+    if isinstance(transform.inv, T_.ReshapeTransform):
+        return m.randn(*transform.inv.out_shape)
+    domain = transform.domain
+    while isinstance(domain, C.independent) and domain is not C.real_vector:
+        domain = domain.base_constraint
+    if domain is C.lower_cholesky or transform.codomain is C.lower_cholesky:
+        return m.empty(6, 6).normal_()
+    if domain is C.real:
+        return m.empty(4, 5).normal_()
+    if domain is C.real_vector:
+        return m.empty(3, 6).normal_()
+    if domain is C.positive:
+        return m.empty(4, 5).normal_().exp()
+    if domain is C.unit_interval:
+        return m.empty(4, 5).uniform_()
+    if isinstance(domain, C.interval):
+        return m.empty(4, 5).uniform_() * (domain.upper_bound - domain.lower_bound) + domain.lower_bound
+    if domain is C.simplex:
+        x = m.empty(4, 5).normal_().exp()
+        return x / x.sum(-1, True)
+    if domain is C.corr_cholesky:
+        x = m.empty(4, 5, 5).normal_().tril()
+        x = x / x.norm(dim=-1, keepdim=True)
+        x.diagonal(dim1=-1).copy_(x.diagonal(dim1=-1).abs())
+        return x
+    raise ValueError(f"Unsupported domain: {domain}")
+
+
+def transforms_checked(which):
+    """test_inv_inv, test_with_cache, test_forward_inverse (cached and not) and test_jacobian's values and
+    shapes, for the transforms of ``transform_list`` (``which``: a slice of it)."""
+
+    def scenario(m):
+        out = []
+        for t in transform_list(m, 0)[which]:
+            x = transform_data(m, t).requires_grad_()
+            row = {"inv_inv": t.inv.inv is t}
+            cached = t.with_cache(1)
+            y = attempt(lambda cached=cached, x=x: cached(x))
+            if isinstance(y, tuple):
+                out.append((type(t).__name__, y))
+                continue
+            row["with_cache"] = (cached._cache_size, cached(x) is y, cached.inv(y) is x)
+            row["y"] = y
+            row["forward_shape"] = tuple(t.forward_shape(x.shape)) == tuple(y.shape)
+            x2 = attempt(lambda t=t, y=y: t.inv(y.clone()))
+            row["x2"] = x2 if isinstance(x2, tuple) else (x2, tuple(t.inverse_shape(y.shape)), t(x2))
+            ladj = attempt(lambda t=t, x=x, y=y: t.log_abs_det_jacobian(x.detach(), y.detach()))
+            row["ladj"] = ladj
+            row["flags"] = (t.bijective, t.domain.event_dim, t.codomain.event_dim)
+            out.append((type(t).__name__, row))
+        return out
+
+    return scenario
+
+
+SC["transforms_exp_and_affine"] = transforms_checked(slice(1, 2))
+SLOW["transforms_forward"] = transforms_checked(slice(0, 19))
+SLOW["transforms_inverse"] = transforms_checked(slice(19, 38))
+
+
+@sc
+def transform_equality(m):
+    """test_equality: a transform equals itself only (ExpTransform() equals another, as both libraries say);
+    identity_transform equals its inverse."""
+    transforms = transform_list(m, 0)
+    T_ = m.distributions.transforms
+    return [[x == y for y in transforms] for x in transforms], T_.identity_transform == T_.identity_transform.inv
+
+
+@slow
+def transformed_distribution_shapes(m):
+    """test_transformed_distribution_shapes: batch and event shapes of compositions; rsample and log_prob run."""
+    D = m.distributions
+    T_ = D.transforms
+    t0, t1, t2 = T_.ExpTransform(), T_.SoftmaxTransform(), T_.LowerCholeskyTransform()
+    base0 = D.Normal(m.zeros(4, 4), m.ones(4, 4))
+    base1 = D.Dirichlet(m.ones(4, 4))
+    base2 = D.Normal(m.zeros(3, 4, 4), m.ones(3, 4, 4))
+    dists = [base0, base1, base2]
+    for base in (base0, base1):
+        for parts in ([t0], [t1], [t0, t1], [t0, t2], [t1, t0], [t1, t2], [t2, t0], [t2, t1], [t2]):
+            dists.append(D.TransformedDistribution(base, parts))
+    for parts in ([t2], [t0, t2], [t1, t2], [t2, t0], [t2, t1]):
+        dists.append(D.TransformedDistribution(base2, parts))
+    out = [
+        (
+            T_.ComposeTransform([t0, t1]).event_dim,
+            T_.ComposeTransform([t0, t2]).event_dim,
+            T_.ComposeTransform([t1, t2]).event_dim,
+        )
+    ]
+    m.manual_seed(18)
+    for d in dists:
+        x = d.rsample()
+        out.append((tuple(d.batch_shape), tuple(d.event_shape), tuple(attempt(lambda d=d, x=x: d.log_prob(x)).shape)))
     return out
 
 
@@ -987,6 +1176,8 @@ HEAVY = {
     "exponential_and_laplace", "beta_log_prob", "one_hot_categorical", "log_normal_and_logistic_normal",
     "transformed_distribution", "kl_transformed_and_independent", "categorical_probs_vs_logits",
     "multivariate_normal_shape", "multivariate_normal_gradients", "independent_shape",
+    "invalid_MultivariateNormal-cov", "multivariate_normal_properties", "transform_equality",
+    "categorical_enumerate_support", "bernoulli_gradient_at_the_ends", "gamma_log_prob_at_boundary",
 }  # fmt: skip
 SLOW.update((name, SC.pop(name)) for name in HEAVY)
 

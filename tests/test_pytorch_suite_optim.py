@@ -174,7 +174,8 @@ def step_is_noop_for_zero_grads(config):
 
 
 for _config in CONFIGS:
-    table(_config)[f"can_load_older_state_dict_{_config}"] = can_load_older_state_dict(_config)
+    # Adam's older-dict case builds its kernels twice over: SGD's runs by default
+    (SC if _config == "SGD" else SLOW)[f"can_load_older_state_dict_{_config}"] = can_load_older_state_dict(_config)
     table(_config)[f"load_nontensor_step_{_config}"] = load_nontensor_step(_config)
     if _config not in ("AdamW", "Rprop"):  # AdamW decays anyway; Rprop's sign(0) step is 0 but it sets state
         table(_config)[f"step_is_noop_for_zero_grads_{_config}"] = step_is_noop_for_zero_grads(_config)
@@ -640,7 +641,7 @@ def rosenbrock(t):
     return (1 - x) ** 2 + 100 * (y - x**2) ** 2
 
 
-@sc
+@slow
 def lbfgs_returns_consistent_type(m):
     """test_lbfgs_returns_consistent_type: the closure's loss comes back from every step."""
     params = m.nn.Parameter(m.tensor([1.5, 1.5]))

@@ -312,6 +312,124 @@ def bernoulli_3d(m):
     return tuple(D.Bernoulli(p).sample().shape), tuple(D.Bernoulli(p).sample((2,)).shape), D.Bernoulli(p).sample()
 
 
+# PyTorch's tests' arange(0.05, 1, 0.1) in float64, as literals: PyTorch's CPU arange rounds by its SIMD
+# width (0.75 or 0.7500000000000001), so the floors of NegativeBinomial.mode would follow the machine
+PROBS_05_TO_95 = [0.05, 0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75, 0.85, 0.95]
+
+
+@slow
+def geometric(m):
+    """test_geometric and test_geometric_log_prob_and_entropy (float64, as PyTorch's test sets the default)."""
+    D = m.distributions
+    p = m.tensor([0.7, 0.2, 0.4], dtype=m.float64, requires_grad=True)
+    m.manual_seed(19)
+    s = D.Geometric(p).sample((8,))
+    return (
+        s,
+        D.Geometric(1).sample(),
+        D.Geometric(1).log_prob(m.tensor(1.0)),
+        D.Geometric(1).log_prob(m.tensor(0.0)),
+        D.Geometric(p).log_prob(s),
+        D.Geometric(logits=p.log() - (-p).log1p()).log_prob(s),
+        D.Geometric(p).entropy(),
+        D.Geometric(0.3).entropy(),
+        attempt(lambda: D.Geometric(0)),
+        attempt(D.Geometric(m.tensor(0.3)).rsample),
+    )
+
+
+@slow
+def binomial(m):
+    """test_binomial_log_prob_and_entropy, test_binomial_stable, test_binomial_enumerate_support,
+    test_binomial_extreme_vals, test_binomial_log_prob_vectorized_count (float64)."""
+    D = m.distributions
+    probs = m.tensor(PROBS_05_TO_95, dtype=m.float64)
+    out = []
+    m.manual_seed(20)
+    for total_count in (1, 2, 10):
+        logits = D.utils.probs_to_logits(probs, is_binary=True)
+        d = D.Binomial(total_count, logits=logits)
+        x = d.sample()
+        out.append((x, D.Binomial(total_count, probs).log_prob(x), d.log_prob(x), d.entropy()))
+    x = m.tensor(0.0, requires_grad=True)
+    (stable_grad,) = m.autograd.grad(D.Binomial(1.0, logits=x).log_prob(m.tensor(0.0)), x)
+    extreme = D.Binomial(100, 0)
+    extreme1 = D.Binomial(100, 1)
+    zero_counts = m.zeros(2, 2)
+    vectorized = [
+        D.Binomial(count, m.tensor([0.2, 0.7, 0.9])).log_prob(value)
+        for count, value in (
+            (m.tensor([10]), m.tensor([7.0, 3.0, 9.0])),
+            (m.tensor([1, 2, 10]), m.tensor([0.0, 1.0, 9.0])),
+        )
+    ]
+    return (
+        out,
+        D.Binomial(1.0, logits=m.tensor([-100.0, 100.0])).log_prob(m.tensor([0.0, 0.0])),
+        stable_grad,
+        [D.Binomial(3, m.tensor(p)).enumerate_support(expand=False) for p in ([0.1], [[0.1, 0.2], [0.3, 0.4]])],
+        D.Binomial(3, m.tensor([[0.1, 0.2], [0.3, 0.4]])).enumerate_support(),
+        (extreme.sample(), extreme.log_prob(m.tensor([0.0])), extreme.log_prob(m.tensor([1.0])).exp()),
+        (extreme1.sample(), extreme1.log_prob(m.tensor([100.0])), extreme1.log_prob(m.tensor([99.0])).exp()),
+        (D.Binomial(zero_counts, 1).sample(), D.Binomial(zero_counts, 1).log_prob(zero_counts)),
+        vectorized,
+        attempt(D.Binomial(10, m.tensor([0.5])).rsample),
+    )
+
+
+@sc
+def binomial_dtype_errors(m):
+    """test_torch_binomial_dtype_errors: integer counts or probabilities are refused with PyTorch's words."""
+    out = []
+    for dtype in (m.int32, m.int64, m.int16):
+        for count, prob in ((m.tensor([10, 10], dtype=dtype), m.tensor([0.5, 0.5])),
+                            (m.tensor([10.0, 10.0]), m.tensor([0, 1], dtype=dtype))):  # fmt: skip
+            try:
+                m.binomial(count, prob)
+                out.append("no error")
+            except ValueError as error:
+                out.append(str(error))
+    return out
+
+
+@slow
+def negative_binomial(m):
+    D = m.distributions
+    probs = m.tensor(PROBS_05_TO_95, dtype=m.float64)
+    m.manual_seed(21)
+    out = []
+    for total_count in (1, 2, 10):
+        d = D.NegativeBinomial(total_count, probs)
+        x = d.sample()
+        logits = D.utils.probs_to_logits(probs, is_binary=True)
+        out.append((x, d.log_prob(x), D.NegativeBinomial(total_count, logits=logits).log_prob(x), d.mean, d.mode))
+    return out, attempt(D.NegativeBinomial(10, probs).rsample), attempt(D.NegativeBinomial(10, probs).entropy)
+
+
+@slow
+def multinomial(m):
+    """test_multinomial_1d / _2d and their log_prob and entropy; extreme probabilities."""
+    D = m.distributions
+    p = m.tensor([0.1, 0.2, 0.3], dtype=m.float64, requires_grad=True)
+    p2 = m.tensor([[0.1, 0.2, 0.3], [0.5, 0.3, 0.2]], dtype=m.float64)
+    m.manual_seed(22)
+    d = D.Multinomial(10, probs=p)
+    x = d.sample()
+    by_logits = D.Multinomial(10, logits=p.log())
+    return (
+        x,
+        d.log_prob(x),
+        by_logits.log_prob(x),
+        by_logits.entropy(),
+        tuple(D.Multinomial(10, p).sample((2, 2)).shape),
+        tuple(D.Multinomial(10, p2).sample((3, 4)).shape),
+        D.Multinomial(10, m.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=m.float64)).sample(),
+        attempt(D.Multinomial(10, p).rsample),
+        d.mean,
+        d.variance,
+    )
+
+
 @sc
 def categorical_1d(m):
     D = m.distributions

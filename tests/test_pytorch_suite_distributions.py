@@ -516,6 +516,94 @@ def one_hot_categorical(m):
 
 
 @sc
+def categorical_extremes_and_masked_entropy(m):
+    """test_categorical_2d's extreme probabilities (seeded samples) and gh-40553's entropy with -inf logits."""
+    D = m.distributions
+    p = m.tensor([[0.1, 0.2, 0.3], [0.5, 0.3, 0.2]], requires_grad=True)
+    s = m.tensor([[1.0, 0.0], [0.0, 1.0]], requires_grad=True)
+    m.manual_seed(0)
+    logits = p.detach().log()
+    logits[1, 1] = logits[0, 2] = float("-inf")
+    return (
+        D.Categorical(s).sample((2,)),
+        D.Categorical(s).entropy(),
+        D.Categorical(logits=logits).entropy(),
+        attempt(D.Categorical(p).rsample),
+        tuple(D.Categorical(p).mean.shape),
+    )
+
+
+@slow
+def one_hot_categorical_2d(m):
+    D = m.distributions
+    p = m.tensor([[0.1, 0.2, 0.3], [0.5, 0.3, 0.2]], requires_grad=True)
+    m.manual_seed(23)
+    dist = D.OneHotCategorical(p)
+    x = dist.sample()
+    return x, dist.log_prob(x), D.Categorical(p).log_prob(x.max(-1)[1]), attempt(dist.rsample)
+
+
+@slow
+def relaxed_bernoulli_and_one_hot_categorical(m):
+    """test_relaxed_bernoulli, test_relaxed_one_hot_categorical_1d/2d: shapes, rsample's backward; a huge
+    temperature gives 0.5 (test_rounded_relaxed_bernoulli) and equal probabilities."""
+    D = m.distributions
+    p = m.tensor([0.7, 0.2, 0.4], requires_grad=True)
+    temp = m.tensor(0.67, requires_grad=True)
+    m.manual_seed(24)
+    r = D.RelaxedBernoulli(temp, p).rsample()
+    r.backward(m.ones_like(r))
+    probs = m.tensor([[0.1, 0.2, 0.3], [0.5, 0.3, 0.2]], requires_grad=True)
+    c = D.RelaxedOneHotCategorical(m.tensor([3.0]), probs)
+    cs = c.rsample()
+    return (
+        r,
+        p.grad,
+        temp.grad,
+        tuple(D.RelaxedBernoulli(temp, 0.3).sample((3, 2)).shape),
+        D.RelaxedBernoulli(temp, p, validate_args=False).log_prob(r.detach()),
+        cs,
+        c.log_prob(cs.detach()),
+        tuple(c.sample((3, 4)).shape),
+        [D.RelaxedBernoulli(1e10, q).rsample() for q in (0.001, 0.2, 0.999)],
+        D.RelaxedOneHotCategorical(1e10, m.tensor([0.2, 0.2, 0.6])).rsample(),
+    )
+
+
+@sc
+def uniform_rsample_gradients_from_the_rng_state(m):
+    """test_uniform: rsample's gradients are 1 - u and u for the uniforms the saved RNG state gives."""
+    D = m.distributions
+    low = m.zeros(5, 5, requires_grad=True)
+    high = (m.ones(5, 5) * 3).requires_grad_()
+    m.manual_seed(25)
+    state = m.get_rng_state()
+    rand = low.new(low.size()).uniform_()
+    m.set_rng_state(state)
+    u = D.Uniform(low, high).rsample()
+    u.backward(m.ones_like(u))
+    uniform = D.Uniform(m.zeros(1), m.ones(1) * 3, validate_args=False)
+    outside = [uniform.log_prob(m.tensor([4.0])), uniform.cdf(m.tensor([-1.0])), uniform.cdf(m.tensor([4.0]))]
+    return u, low.grad, 1 - rand, high.grad, outside
+
+
+@sc
+def poisson_shapes_and_zero_rate(m):
+    """test_poisson_shape and test_poisson_log_prob's zero rate: log_prob(1) differentiates to inf."""
+    D = m.distributions
+    m.manual_seed(26)
+    rate = m.randn(2, 3).abs().requires_grad_()
+    rate_zero = m.zeros([], requires_grad=True)
+    D.Poisson(rate_zero).log_prob(m.ones_like(rate_zero)).backward()
+    shapes = [
+        tuple(D.Poisson(rate).sample().shape),
+        tuple(D.Poisson(rate).sample((7,)).shape),
+        tuple(D.Poisson(2.0).sample((2,)).shape),
+    ]
+    return shapes, rate_zero.grad, D.Poisson(rate).log_prob(m.tensor([[0.0, 1.0, 2.0], [3.0, 0.0, 1.0]]))
+
+
+@sc
 def normal(m):
     """test_normal: sample shapes, rsample's gradients, log_prob, cdf/icdf, entropy."""
     D = m.distributions
@@ -1296,6 +1384,8 @@ HEAVY = {
     "multivariate_normal_shape", "multivariate_normal_gradients", "independent_shape",
     "invalid_MultivariateNormal-cov", "multivariate_normal_properties", "transform_equality",
     "categorical_enumerate_support", "bernoulli_gradient_at_the_ends", "gamma_log_prob_at_boundary",
+    "categorical_extremes_and_masked_entropy", "uniform_rsample_gradients_from_the_rng_state",
+    "poisson_shapes_and_zero_rate",
 }  # fmt: skip
 SLOW.update((name, SC.pop(name)) for name in HEAVY)
 

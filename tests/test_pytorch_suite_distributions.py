@@ -603,6 +603,77 @@ def poisson_shapes_and_zero_rate(m):
     return shapes, rate_zero.grad, D.Poisson(rate).log_prob(m.tensor([[0.0, 1.0, 2.0], [3.0, 0.0, 1.0]]))
 
 
+@slow
+def cauchy_and_half_cauchy_rsample_gradients(m):
+    """test_cauchy / test_halfcauchy: moments, shapes, and rsample's gradients are the saved-state cauchy_ draws."""
+    D = m.distributions
+    loc, scale = m.zeros(5, 5, requires_grad=True), m.ones(5, 5, requires_grad=True)
+    m.manual_seed(27)
+    state = m.get_rng_state()
+    eps = loc.new(loc.size()).cauchy_()
+    m.set_rng_state(state)
+    c = D.Cauchy(loc, scale).rsample()
+    c.backward(m.ones_like(c))
+    half_scale = m.ones(5, 5, requires_grad=True)
+    state = m.get_rng_state()
+    half_eps = half_scale.new(half_scale.size()).cauchy_().abs_()
+    m.set_rng_state(state)
+    h = D.HalfCauchy(half_scale).rsample()
+    h.backward(m.ones_like(h))
+    one = m.ones(1, requires_grad=True)
+    return (
+        (D.Cauchy(m.zeros(1), one).mean, D.Cauchy(m.zeros(1), one).variance),
+        (D.HalfCauchy(one).mean, D.HalfCauchy(one).variance),
+        loc.grad,
+        scale.grad,
+        eps,
+        half_scale.grad,
+        half_eps,
+        tuple(D.Cauchy(0.0, 1.0).sample((1,)).shape),
+    )
+
+
+@slow
+def half_normal_log_normal_logistic_normal_extremes(m):
+    """test_halfnormal, test_lognormal, test_logisticnormal, test_inversegamma: extreme parameters' samples and
+    log_prob's broadcasting."""
+    D = m.distributions
+    m.manual_seed(1)
+    delta = m.tensor([1e-5, 1e-5])
+    mean_delta = m.tensor([1.0, 0.0])
+    return (
+        D.HalfNormal(delta).sample((1, 2)),
+        D.LogNormal(mean_delta, delta).sample((1, 2)),
+        D.LogisticNormal(mean_delta, delta).sample(),
+        tuple(D.HalfNormal(m.ones(2, 1, 4)).log_prob(m.ones(3, 1)).shape),
+        tuple(D.LogNormal(m.zeros(4), m.ones(2, 1, 1)).log_prob(m.ones(3, 1)).shape),
+        tuple(D.InverseGamma(m.ones(4), m.ones(2, 1, 1)).log_prob(m.ones(3, 1)).shape),
+        tuple(D.LogisticNormal(m.zeros(5, 5), m.ones(5, 5)).sample((7,)).shape),
+        tuple(D.LogisticNormal(0.2, 0.6).sample().shape),
+    )
+
+
+@slow
+def mixture_same_family(m):
+    """test_mixture_same_family_shape and its log_prob and cdf against torch's values."""
+    D = m.distributions
+    m.manual_seed(28)
+    out = []
+    for batch in ((), (3,), (4, 3)):
+        mix = D.MixtureSameFamily(
+            D.Categorical(m.rand(*batch, 5)), D.Normal(m.randn(*batch, 5), m.rand(*batch, 5) + 0.1)
+        )
+        mix2 = D.MixtureSameFamily(
+            D.Categorical(m.rand(*batch, 5)),
+            D.Independent(D.Normal(m.randn(*batch, 5, 2), m.rand(*batch, 5, 2) + 0.1), 1),
+        )
+        x = mix.sample((2, 7))
+        out.append((x, mix.log_prob(x), mix.cdf(x), mix.mean, mix.variance))
+        x2 = mix2.sample((2,))
+        out.append((x2, mix2.log_prob(x2), tuple(mix2.sample().shape)))
+    return out
+
+
 @sc
 def normal(m):
     """test_normal: sample shapes, rsample's gradients, log_prob, cdf/icdf, entropy."""

@@ -674,6 +674,56 @@ def mixture_same_family(m):
     return out
 
 
+@slow
+def normal_rsample_gradient_is_the_saved_state_draw(m):
+    """test_normal: the extreme-scale samples, and scale's gradient is the normal draw of the saved RNG state."""
+    D = m.distributions
+    m.manual_seed(29)
+    loc = m.randn(5, 5, requires_grad=True)
+    scale = m.randn(5, 5).abs().requires_grad_()
+    m.manual_seed(1)
+    extreme = D.Normal(m.tensor([1.0, 0.0]), m.tensor([1e-5, 1e-5])).sample((1, 2))
+    state = m.get_rng_state()
+    eps = m.normal(m.zeros_like(loc), m.ones_like(scale))
+    m.set_rng_state(state)
+    z = D.Normal(loc, scale).rsample()
+    z.backward(m.ones_like(z))
+    return extreme, z, loc.grad, scale.grad, eps
+
+
+@slow
+def lowrank_multivariate_normal(m):
+    """test_lowrank_multivariate_normal_shape / _log_prob / _properties: shapes, batched against unbatched
+    log_prob, and the same moments, matrices and entropy as the MultivariateNormal of its covariance."""
+    D = m.distributions
+    m.manual_seed(30)
+    mean = m.randn(5, 3, requires_grad=True)
+    cov_factor = m.randn(5, 3, 2, requires_grad=True)
+    cov_diag = m.randn(5, 3).abs().requires_grad_()
+    batched = D.LowRankMultivariateNormal(mean, cov_factor, cov_diag)
+    x = batched.sample((10,))
+    unbatched = m.stack(
+        [D.LowRankMultivariateNormal(mean[i], cov_factor[i], cov_diag[i]).log_prob(x[:, i]) for i in range(5)]
+    ).t()
+    loc, factor, diag = m.randn(5), m.randn(5, 2), m.randn(5).abs()
+    cov = factor.matmul(factor.t()) + diag.diag()
+    low = D.LowRankMultivariateNormal(loc, factor, diag)
+    full = D.MultivariateNormal(loc=loc, covariance_matrix=cov)
+    shapes = [
+        tuple(D.LowRankMultivariateNormal(m.randn(6, 5, 3), m.randn(3, 1), m.ones(3)).sample((2, 7)).shape),
+        tuple(D.LowRankMultivariateNormal(m.randn(3), m.randn(6, 5, 3, 2), m.ones(6, 5, 3)).sample((2,)).shape),
+    ]
+    return (
+        x,
+        batched.log_prob(x),
+        unbatched,
+        [(getattr(low, k), getattr(full, k)) for k in ("mean", "variance", "covariance_matrix", "scale_tril")],
+        (low.precision_matrix, full.precision_matrix),
+        (low.entropy(), full.entropy()),
+        shapes,
+    )
+
+
 @sc
 def normal(m):
     """test_normal: sample shapes, rsample's gradients, log_prob, cdf/icdf, entropy."""

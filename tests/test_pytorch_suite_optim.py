@@ -633,6 +633,50 @@ def fused_refused_by_optimizers_without_it(m):
     return out
 
 
+@slow
+def tensor_betas(m):
+    """Adam's betas as tensors (PyTorch 2.5+): the same steps; with foreach=True refused with PyTorch's words."""
+    w, b = weight_bias(m)
+    opt = m.optim.Adam([w, b], lr=0.01, betas=(m.tensor(0.9), m.tensor(0.999)))
+    for _ in range(2):
+        fwd_bwd(m, opt, w, b)
+        opt.step()
+    try:
+        m.optim.Adam([m.nn.Parameter(m.ones(2))], betas=(m.tensor(0.9), m.tensor(0.999)), foreach=True)
+        refused = "no error"
+    except ValueError as error:
+        refused = str(error)
+    return w, b, refused
+
+
+@slow
+def decoupled_weight_decay_is_adamw(m):
+    out = []
+    for make_opt in (
+        lambda p: m.optim.Adam(p, lr=0.01, weight_decay=0.1, decoupled_weight_decay=True),
+        lambda p: m.optim.AdamW(p, lr=0.01, weight_decay=0.1),
+    ):
+        w, b = weight_bias(m)
+        opt = make_opt([w, b])
+        for _ in range(2):
+            fwd_bwd(m, opt, w, b)
+            opt.step()
+        out.append((w, opt.param_groups[0]["decoupled_weight_decay"]))
+    return out
+
+
+@sc
+def zero_grad_of_a_gradient_with_history(m):
+    """zero_grad(set_to_none=False) of a gradient made with create_graph: detached, zeroed, no longer requiring
+    grad (PyTorch's)."""
+    w = m.nn.Parameter(m.tensor([1.0, 2.0]))
+    opt = m.optim.SGD([w], lr=0.1)
+    (w.pow(3).sum()).backward(create_graph=True)
+    before = (w.grad.requires_grad, w.grad.grad_fn is not None)
+    opt.zero_grad(set_to_none=False)
+    return before, w.grad, w.grad.requires_grad, w.grad.grad_fn is None
+
+
 # -- LBFGS and SparseAdam -----------------------------------------------------------------------------------
 
 

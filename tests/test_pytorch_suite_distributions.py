@@ -960,6 +960,14 @@ def invalid_parameter_broadcasting(m):
         lambda: D.Gamma(m.tensor([[1.0, 1.0]]), m.tensor([[1.0], [1.0], [1.0]]).t()),
         lambda: D.Uniform(low=m.tensor([0.0, 0.0]), high=m.tensor([1.0, 1.0, 1.0])),
         lambda: D.MultivariateNormal(m.zeros(3), scale_tril=m.eye(2)),
+        lambda: D.Normal(loc=m.tensor([[0, 0]]), scale=m.tensor([1, 1, 1, 1])),
+        lambda: D.FisherSnedecor(m.tensor([1, 1]), m.tensor([1, 1, 1])),
+        lambda: D.Gumbel(m.tensor([[[0, 0, 0], [0, 0, 0]]]), m.tensor([1, 1])),
+        lambda: D.Kumaraswamy(m.tensor([[1, 1]]), m.tensor([1, 1, 1, 1])),
+        lambda: D.Laplace(m.tensor([0, 0]), m.tensor([1, 1, 1])),
+        lambda: D.Pareto(m.tensor([1, 1]), m.tensor([1, 1, 1])),
+        lambda: D.StudentT(m.tensor([1.0, 1.0]), scale=m.tensor([1.0, 1.0, 1.0])),
+        lambda: D.StudentT(m.tensor([1.0, 1.0]), loc=m.tensor([1.0, 1.0, 1.0])),
     ):
         try:
             make()

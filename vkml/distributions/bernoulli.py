@@ -33,6 +33,14 @@ class Bernoulli(ExponentialFamily):
     has_enumerate_support = True
     _mean_carrier_measure = 0
 
+    # the exponential family's parameters (ExponentialFamily: its entropy, the Bregman KL)
+    @property
+    def _natural_params(self):
+        return (_vk.logit(self.probs),)
+
+    def _log_normalizer(self, x):
+        return _vk.log1p(_vk.exp(x))
+
     def __init__(self, probs=None, logits=None, validate_args=None):
         _one_of(probs, logits)
         if probs is not None:

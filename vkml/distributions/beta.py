@@ -26,6 +26,14 @@ class Beta(ExponentialFamily):
     support = constraints.unit_interval
     has_rsample = True
 
+    # the exponential family's parameters (ExponentialFamily: its entropy, the Bregman KL)
+    @property
+    def _natural_params(self):
+        return (self.concentration1, self.concentration0)
+
+    def _log_normalizer(self, x, y):
+        return _vk.lgamma(x) + _vk.lgamma(y) - _vk.lgamma(x + y)
+
     def __init__(self, concentration1, concentration0, validate_args=None):
         if isinstance(concentration1, Number) and isinstance(concentration0, Number):
             concentration1_concentration0 = _vk.tensor([float(concentration1), float(concentration0)])

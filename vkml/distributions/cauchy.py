@@ -45,8 +45,8 @@ class Cauchy(Distribution):
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
-        u = _vk.rand(tuple(shape), dtype=self.loc.dtype, device=self.loc.device)
-        eps = _vk.tan(math.pi * (u - 0.5))  # the standard Cauchy's inverse CDF
+        # PyTorch's draw: cauchy_ of a new tensor (the same values after the same manual_seed)
+        eps = _vk.empty(tuple(shape), dtype=self.loc.dtype, device=self.loc.device).cauchy_()
         return self.loc + eps * self.scale
 
     def log_prob(self, value):

@@ -181,6 +181,14 @@ class Dirichlet(ExponentialFamily):
     support = constraints.simplex
     has_rsample = True
 
+    # the exponential family's parameters (ExponentialFamily: its entropy, the Bregman KL)
+    @property
+    def _natural_params(self):
+        return (self.concentration,)
+
+    def _log_normalizer(self, x):
+        return x.lgamma().sum(-1) - _vk.lgamma(x.sum(-1))
+
     def __init__(self, concentration, validate_args=None):
         if concentration.dim() < 1:
             raise ValueError("`concentration` parameter must be at least one-dimensional.")

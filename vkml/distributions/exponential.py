@@ -26,6 +26,14 @@ class Exponential(ExponentialFamily):
     has_rsample = True
     _mean_carrier_measure = 0
 
+    # the exponential family's parameters (ExponentialFamily: its entropy, the Bregman KL)
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -_vk.log(-x)
+
     @property
     def mean(self):
         return self.rate.reciprocal()
@@ -57,8 +65,8 @@ class Exponential(ExponentialFamily):
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
-        u = _vk.rand(tuple(shape), dtype=self.rate.dtype, device=self.rate.device)
-        return -_vk.log1p(-u) / self.rate  # 1 - u is in (0, 1]: a finite standard exponential
+        # PyTorch's draw: exponential_ of a new tensor (the same values after the same manual_seed)
+        return _vk.empty(tuple(shape), dtype=self.rate.dtype, device=self.rate.device).exponential_() / self.rate
 
     def log_prob(self, value):
         if self._validate_args:

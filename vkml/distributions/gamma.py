@@ -131,6 +131,14 @@ class Gamma(ExponentialFamily):
     has_rsample = True
     _mean_carrier_measure = 0
 
+    # the exponential family's parameters (ExponentialFamily: its entropy, the Bregman KL)
+    @property
+    def _natural_params(self):
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x, y):
+        return _vk.lgamma(x + 1) + (x + 1) * _vk.log(-y.reciprocal())
+
     @property
     def mean(self):
         return self.concentration / self.rate
@@ -182,6 +190,11 @@ class Gamma(ExponentialFamily):
             - self.rate * value
             - _vk.lgamma(self.concentration)
         )
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return _vk.special.gammainc(self.concentration, self.rate * value)
 
     def entropy(self):
         return (

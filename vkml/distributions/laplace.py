@@ -49,7 +49,7 @@ class Laplace(Distribution):
         shape = self._extended_shape(sample_shape)
         eps = _vk.finfo(self.loc.dtype).eps
         # u in (eps - 1, 1): 1 - |u| > 0, so the logarithm is finite
-        u = _vk.rand(tuple(shape), dtype=self.loc.dtype, device=self.loc.device) * (2 - eps) + (eps - 1)
+        u = _vk.empty(tuple(shape), dtype=self.loc.dtype, device=self.loc.device).uniform_(eps - 1, 1)  # PyTorch's draw
         return self.loc - self.scale * u.sign() * _vk.log1p(-u.abs())
 
     def log_prob(self, value):

@@ -27,6 +27,14 @@ class Normal(ExponentialFamily):
     has_rsample = True
     _mean_carrier_measure = 0
 
+    # the exponential family's parameters (ExponentialFamily: its entropy, the Bregman KL)
+    @property
+    def _natural_params(self):
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * _vk.log(-math.pi / y)
+
     @property
     def mean(self):
         return self.loc

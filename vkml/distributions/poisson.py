@@ -35,6 +35,14 @@ class Poisson(ExponentialFamily):
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
 
+    # the exponential family's parameters (ExponentialFamily: its entropy, the Bregman KL)
+    @property
+    def _natural_params(self):
+        return (_vk.log(self.rate),)
+
+    def _log_normalizer(self, x):
+        return _vk.exp(x)
+
     @property
     def mean(self):
         return self.rate

@@ -102,8 +102,9 @@ def broadcast_tensors(*tensors):
     for i, t in enumerate(tensors):
         _check_tensor("broadcast_tensors", f"tensors[{i}]", t)
     _check_broadcastable(t.shape for t in tensors)
-    target = broadcast_shapes(*(t.shape for t in tensors))
-    return tuple(broadcast_to(t, tuple(target)) for t in tensors)
+    target = tuple(broadcast_shapes(*(t.shape for t in tensors)))
+    # a tensor already of the common shape comes back itself, as PyTorch's (a leaf stays a leaf)
+    return tuple(t if tuple(t.shape) == target else broadcast_to(t, target) for t in tensors)
 
 
 def _check_broadcastable(shapes) -> None:

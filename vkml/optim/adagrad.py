@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from ..frontend.creation import full_like
+from ..frontend.host_scalar import HostScalar
 from ..frontend.operators import HALF_PRECISION, add
 from ..frontend.tensor_api import addcdiv, addcmul
 from ..ir import types as T
-from ..nn.module import is_lazy
 from ..tensor import Tensor
 from . import fused
 from .optimizer import Optimizer, check_args, check_fused_foreach, maximized
@@ -62,10 +62,11 @@ class Adagrad(Optimizer):
         }
         super().__init__(params, defaults)
         check_fused_foreach(fused, foreach)
+        # PyTorch's Adagrad fills every parameter's state at construction: a state_dict before any step has it
         for group in self.param_groups:
-            for param in group["params"]:
-                if is_lazy(param):  # PyTorch makes the sums here, which a placeholder refuses (ValueError)
-                    full_like(param, initial_accumulator_value)
+            for p in group["params"]:
+                step = HostScalar(0, T.float32 if group["fused"] else None)
+                self.state[p] = {"step": step, "sum": full_like(p, initial_accumulator_value)}
 
     _sparse_grads = True  # only the rows a sparse gradient names change, sums included (PyTorch's)
 

@@ -33,6 +33,16 @@ from ..ir import types as T
 from ..tensor import Tensor
 
 
+class _RequiredParameter:
+    """The default of a hyper-parameter every group must give (PyTorch's ``torch.optim.optimizer.required``)."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+
 def _update_in_place(state: dict, kept: dict) -> None:
     """Give each state tensor an update replaced (``state["exp_avg"] = new``) its new values in place.
 
@@ -183,10 +193,13 @@ class Optimizer:
                 f"{type(self).__name__}: differentiable=True (autograd through the step) is not supported by vkml"
             )
         for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError(f"parameter group didn't specify a value of required optimization parameter {name}")
             group.setdefault(name, default)
         if len({id(p) for p in params}) != len(params):
             warnings.warn(
-                "optimizer contains a parameter group with duplicate parameters; in future, this will cause an error",
+                "optimizer contains a parameter group with duplicate parameters; in future, this will cause an error; "
+                "see github.com/pytorch/pytorch/issues/40967 for more information",
                 stacklevel=2,
             )
         seen = set()
@@ -329,6 +342,11 @@ class Optimizer:
             {**{k: _group_value(v) for k, v in saved.items() if k != "params"}, "params": group["params"]}
             for group, saved in zip(groups, saved_groups)
         ]
+        if not self._writes_own_step():
+            # a state dict from before a flag existed: PyTorch's optimizers' __setstate__ fill their flags in
+            for group in self.param_groups:
+                for key, default in self.defaults.items():
+                    group.setdefault(key, _FLAG_DEFAULTS_OF_OLDER_STATE.get(key, default))
         for hook in list(self._hook_table("_optimizer_load_state_dict_post_hooks").values()):
             hook(self)
 
@@ -407,6 +425,15 @@ class Optimizer:
             lines += [f"    {k}: {v}" for k, v in sorted(group.items()) if k != "params"]
         return "\n".join(lines + [")"])
 
+
+# What PyTorch's ``__setstate__`` gives a loaded group without these flags (whatever the optimizer's own were)
+_FLAG_DEFAULTS_OF_OLDER_STATE = {
+    "maximize": False,
+    "foreach": None,
+    "fused": None,
+    "differentiable": False,
+    "capturable": False,
+}
 
 # Hooks every optimizer's step runs (``register_optimizer_step_pre_hook``): before its own pre-hooks,
 # after its own post-hooks, as PyTorch orders them
@@ -568,7 +595,10 @@ def _host_float(value):
 
 
 def _typename(x) -> str:
-    """The name PyTorch's errors give an object's type (``torch.typename``'s role)."""
+    """The name PyTorch's errors give an object's type (``torch.typename``'s role): a tensor's legacy
+    type name (``vkml.FloatTensor``), else its class's."""
+    if isinstance(x, Tensor):
+        return x.type()
     cls = type(x)
     return cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
 

@@ -1586,10 +1586,119 @@ def ctc_loss_lengthchecks(m):
     return out
 
 
+@slow
+def inplace_activations_keep_grad_output(m):
+    out = []
+    for cls in (m.nn.ReLU, m.nn.ELU, m.nn.SELU, m.nn.CELU):
+        x = m.tensor(rnd(5, 5), requires_grad=True)
+        y = cls(inplace=True)(x + 0)
+        g = m.tensor(rnd(5, 5, seed=1))
+        keep = g.clone()
+        y.backward(g)
+        out.append((y, x.grad, bool((g == keep).all())))
+    return out
+
+
+@slow
+def prelu_input_without_grad(m):
+    prelu = m.nn.PReLU()
+    x = m.tensor(rnd(2, 3, 4, 5))
+    prelu(x).mean().backward()
+    return x.grad, prelu.weight.grad
+
+
+@slow
+def bce_nonnegative_and_sizes(m):
+    return (
+        m.nn.BCELoss()(m.ones(5), m.ones(5)),
+        m.nn.BCELoss()(m.zeros(5), m.zeros(5)),
+        attempt(lambda: m.nn.BCEWithLogitsLoss()(m.ones(5, 1), m.ones(5))),
+        attempt(lambda: m.nn.BCEWithLogitsLoss()(m.ones(5), m.ones(5, 1))),
+        attempt(lambda: m.nn.BCELoss()(m.full((3,), 0.5), m.ones(3, 1))),
+        attempt(lambda: m.nn.BCELoss()(m.full((3,), 1.5), m.ones(3))),
+        attempt(lambda: m.nn.BCELoss()(m.full((3,), -0.5), m.ones(3))),
+    )
+
+
+@slow
+def bce_with_logits_matches_sigmoid_bce(m):
+    target = m.tensor(np.abs(rnd(16, 4)) % 1)
+    logits = m.tensor(rnd(16, 4, seed=1) / 2)
+    weight = m.tensor(np.abs(rnd(4, seed=2)))
+    row_weight = m.tensor(np.abs(rnd(16, 1, seed=3)))
+    sig = m.sigmoid(logits)
+    out = [
+        (m.nn.BCEWithLogitsLoss()(logits, target), m.nn.BCELoss()(sig, target)),
+        (m.nn.BCEWithLogitsLoss(weight)(logits, target), m.nn.BCELoss(weight)(sig, target)),
+        m.nn.BCEWithLogitsLoss(weight.expand(16, 4).contiguous())(logits, target),
+        m.nn.BCEWithLogitsLoss(row_weight)(logits, target),
+        m.nn.BCELoss(row_weight.expand(16, 4).contiguous())(sig, target),
+        m.nn.BCEWithLogitsLoss(pos_weight=m.ones(16, 4))(logits, target),
+        m.nn.BCEWithLogitsLoss(pos_weight=weight)(logits, target),
+        m.nn.BCEWithLogitsLoss(pos_weight=weight.expand(1, 4))(logits, target),
+    ]
+    low, zeros = m.full((4, 1), -100.0), m.zeros(4, 1)
+    out.append(m.nn.BCEWithLogitsLoss(reduction="none")(low, zeros))
+    out.append(m.nn.BCELoss(reduction="none")(m.sigmoid(low), zeros))
+    out.append(m.nn.BCEWithLogitsLoss()(m.tensor([0.0, -120.0]), m.tensor([0.0, 1.0])))
+    out.append(m.nn.BCEWithLogitsLoss(pos_weight=m.ones(2))(m.tensor([0.0, -120.0]), m.tensor([0.0, 1.0])))
+    for reduction in ("none", "mean", "sum"):
+        a = m.tensor(rnd(16, 4, seed=4), requires_grad=True)
+        b = a.detach().clone().requires_grad_(True)
+        ls = m.nn.BCELoss(weight, reduction=reduction)(m.sigmoid(a), target)
+        ll = m.nn.BCEWithLogitsLoss(weight, reduction=reduction)(b, target)
+        ls.sum().backward()
+        ll.sum().backward()
+        out.append((ls, ll, a.grad, b.grad))
+    for pw in (None, m.ones(3, 1)):
+        z = m.zeros(3, 1, requires_grad=True)
+        m.nn.BCEWithLogitsLoss(pos_weight=pw, reduction="sum")(z, m.zeros(3, 1)).backward()
+        out.append(z.grad)
+    return out
+
+
+@slow
+def hardtanh_backward(m):
+    x = m.tensor(rnd(16, 50) * 2, requires_grad=True)
+    g = m.tensor(rnd(16, 50, seed=1))
+    m.nn.functional.hardtanh(x).backward(g)
+    y = x.detach().clone().requires_grad_(True)
+    m.nn.functional.hardtanh(y.clone(), inplace=True).backward(g)
+    return x.grad, y.grad
+
+
+@slow
+def batchnorm_channels_last(m):
+    out = []
+    for cls, shape, fmt in (
+        (m.nn.BatchNorm2d, (2, 4, 3, 3), m.channels_last),
+        (m.nn.BatchNorm2d, (2, 1, 3, 3), m.channels_last),
+        (m.nn.BatchNorm3d, (2, 3, 2, 3, 3), m.channels_last_3d),
+    ):
+        x = m.tensor(rnd(*shape)).contiguous(memory_format=fmt).requires_grad_(True)
+        bn = cls(shape[1])
+        with m.no_grad():
+            bn.weight.copy_(m.linspace(0.5, 1.5, shape[1]))
+            bn.bias.copy_(m.linspace(-0.2, 0.2, shape[1]))
+        y = bn(x)
+        y.backward(m.tensor(rnd(*shape, seed=1)))
+        out.append((y, y.is_contiguous(memory_format=fmt), x.grad, bn.weight.grad, bn.bias.grad, bn.running_var))
+    return out
+
+
+@sc
+def batchnorm_permuted_channels_last(m):
+    x = m.arange(6, dtype=m.float).reshape(1, 3, 2, 1).permute(0, 2, 1, 3)
+    bn = m.nn.BatchNorm2d(2).eval()
+    return bn(x), bn(x).is_contiguous(memory_format=m.channels_last)
+
+
 # Where vkml still differs from PyTorch, and why (strict: a fix makes the test fail until it leaves this list)
 KNOWN = {
     "view_of_param_after_double": "views of a parameter taken before module.double() follow its new storage "
     "(PyTorch's keep the old one; docs/mutation.md)",
+    "batchnorm_permuted_channels_last": "a permuted view laid out as channels-last gives row-major results (vkml "
+    "passes on a format only a tensor was made in, vkml/frontend/memory_format.py)",
     "extra_state_non_dict": "load_state_dict matches every key before it writes anything, so a set_extra_state "
     "that adds a submodule cannot take that submodule's keys (PyTorch writes as it walks)",
 }

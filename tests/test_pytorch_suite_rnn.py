@@ -11,6 +11,8 @@ default suite runs the scenarios that build no kernel and a sample of the others
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 from pytorch_suite import check
 from test_pytorch_suite_modules import attempt, rnd
@@ -271,6 +273,192 @@ def transformer_encoder_nested_flags(m):
     out.append(m.nn.TransformerEncoder(m.nn.TransformerEncoderLayer(9, 3, 16, batch_first=True), 1).use_nested_tensor)
     out.append(m.nn.TransformerEncoder(m.nn.Linear(2, 2), 1, mask_check=False).mask_check)
     return out
+
+
+@slow
+def rnn_initial_hidden_state(m):
+    # PyTorch's CPU build says its oneDNN kernels lack projections: a note on its build, not on the module
+    warnings.filterwarnings("ignore", "LSTM with projections is not supported with oneDNN")
+    out = []
+    for mode in ("RNN", "GRU", "LSTM"):
+        rnn = fill_ramp(m, getattr(m.nn, mode)(4, 3, 2))
+        x = m.tensor(rnd(5, 2, 4))
+        h = m.zeros(2, 2, 3)
+        o1, h1 = rnn(x, (h, h) if mode == "LSTM" else h)
+        o2, h2 = rnn(x)
+        out.append((o1, h1, o2, h2))
+    for bidir in (False, True):
+        rnn = fill_ramp(m, m.nn.LSTM(4, 3, 2, bidirectional=bidir, proj_size=2))
+        dirs = 2 if bidir else 1
+        x = m.tensor(rnd(5, 2, 4))
+        o1, h1 = rnn(x, (m.zeros(2 * dirs, 2, 2), m.zeros(2 * dirs, 2, 3)))
+        out.append((o1, h1, rnn(x)))
+    return out
+
+
+@sc
+def projections_on_gru_and_rnn(m):
+    return [attempt(lambda: getattr(m.nn, mode)(30, 20, 2, proj_size=10)) for mode in ("RNN", "GRU")]
+
+
+def _noncontig(m, t):
+    return m.stack([t.clone().zero_(), t], t.dim()).select(t.dim(), 1)
+
+
+def _rnn_forward_backward(m, module, bias, bidirectional, batch_first, contig, variable_len, proj=0, dropout=0.0):
+    """TestNN._test_RNN_cpu_vs_cudnn's forward_backward, with PyTorch's sizes made smaller: outputs, states and
+    every gradient (the input's, the states', the weights')."""
+    input_size, hidden, layers, seq, batch = 4, 3, 2, 5, 4
+    dirs = 2 if bidirectional else 1
+    out_size = (proj or hidden) * dirs
+    kwargs = dict(bias=bias, dropout=dropout, bidirectional=bidirectional, batch_first=batch_first)
+    rnn = fill_ramp(m, module(input_size, hidden, layers, **kwargs, **({"proj_size": proj} if proj else {})))
+    shape = (batch, seq) if batch_first else (seq, batch)
+    x = m.tensor(rnd(*shape, input_size))
+    grad_out = m.tensor(rnd(*shape, out_size, seed=1))
+    hx = m.tensor(rnd(layers * dirs, batch, proj or hidden, seed=2))
+    grad_hy = m.tensor(rnd(layers * dirs, batch, proj or hidden, seed=3))
+    if not contig:
+        x, grad_out, hx, grad_hy = (_noncontig(m, t) for t in (x, grad_out, hx, grad_hy))
+    x = x.clone().requires_grad_(True)
+    given = x
+    if variable_len:
+        given = m.nn.utils.rnn.pack_padded_sequence(x, [5, 4, 2, 1], batch_first=batch_first)
+        grad_out = m.nn.utils.rnn.pack_padded_sequence(grad_out, [5, 4, 2, 1], batch_first=batch_first).data
+    lstm = module is m.nn.LSTM
+    hx = hx.clone().requires_grad_(True)
+    cx = m.tensor(rnd(layers * dirs, batch, hidden, seed=4)).requires_grad_(True) if lstm else None
+    output, hy = rnn(given, (hx, cx) if lstm else hx)
+    if variable_len:
+        output = output.data
+    if lstm:
+        m.autograd.backward([output, hy[0], hy[1]], [grad_out, grad_hy, m.ones_like(hy[1])])
+    else:
+        m.autograd.backward([output, hy], [grad_out, grad_hy])
+    return output, hy, x.grad, hx.grad, cx.grad if lstm else None, [[w.grad for w in ws] for ws in rnn.all_weights]
+
+
+# a sample of PyTorch's 2^6 combinations per module (bias, bidirectional, batch_first, contig, variable_len)
+_RNN_COMBOS = [
+    (True, False, False, True, False),
+    (True, True, True, False, False),
+    (False, True, False, True, True),
+    (True, False, True, False, True),
+]
+for _mode in ("RNN", "LSTM", "GRU"):
+    for _k, _combo in enumerate(_RNN_COMBOS):
+
+        def _scenario(m, mode=_mode, combo=_combo):
+            return _rnn_forward_backward(m, getattr(m.nn, mode), *combo)
+
+        SLOW[f"rnn_forward_backward_{_mode}_{_k}"] = _scenario
+for _k, _combo in enumerate(_RNN_COMBOS):
+
+    def _scenario(m, combo=_combo):
+        return _rnn_forward_backward(m, m.nn.LSTM, *combo, proj=2)
+
+    SLOW[f"lstm_proj_forward_backward_{_k}"] = _scenario
+
+
+@slow
+def rnn_relu_forward_backward(m):
+    out = []
+    for nonlinearity in ("tanh", "relu"):
+        rnn = fill_ramp(m, m.nn.RNN(4, 3, 2, nonlinearity=nonlinearity))
+        x = m.tensor(rnd(5, 4, 4), requires_grad=True)
+        o, h = rnn(x, m.tensor(rnd(2, 4, 3)))
+        m.autograd.backward([o, h], [m.tensor(rnd(5, 4, 3, seed=1)), m.ones(2, 4, 3)])
+        out.append((o, h, x.grad, [p.grad for p in rnn.parameters()]))
+    return out
+
+
+@sc
+def rnn_all_weights_and_names(m):
+    out = []
+    for make in (
+        lambda: m.nn.RNN(4, 3, 2, bias=False),
+        lambda: m.nn.GRU(4, 3, 1, bidirectional=True),
+        lambda: m.nn.LSTM(4, 3, 2, bidirectional=True, proj_size=2),
+    ):
+        rnn = make()
+        out.append(([[tuple(w.shape) for w in ws] for ws in rnn.all_weights], rnn._flat_weights_names))
+        out.append([type(w).__name__ for w in rnn._flat_weights])
+    return out
+
+
+@slow
+def rnn_dropout_layers(m):
+    m.manual_seed(0)
+    out = []
+    for p in (0, 0.276, 1):
+        for train in (True, False):
+            rnn = m.nn.RNN(4, 50, 2, bias=False, dropout=p, nonlinearity="relu")
+            rnn.train(train)
+            for w in (rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.weight_ih_l1, rnn.weight_hh_l1):
+                w.data.fill_(1)
+            output, hy = rnn(m.ones(1, 1, 4), m.zeros(2, 1, 50))
+            val = output[0][0][0].item()
+            # dropout draws differ between the libraries: what PyTorch's test checks is compared
+            kept = val * (1 - p) if 0 < p < 1 and train else None
+            out.append(
+                (
+                    bool(output.min() == output.max()) if p in (0, 1) or not train else None,
+                    val if p in (0, 1) or not train else None,
+                    None if kept is None else (150 < val < 250, min(kept % 4, 4 - kept % 4) < 1e-2),
+                    hy[0][0][0].item(),
+                    bool(hy[1].min() == hy[1].max()) if p in (0, 1) or not train else None,
+                )
+            )
+    return out
+
+
+@sc
+def rnn_seq_len_zero(m):
+    out = []
+    for module in (m.nn.RNN, m.nn.LSTM, m.nn.GRU):
+        for bidirectional in (True, False):
+            out.append(attempt(lambda: module(5, 6, bidirectional=bidirectional)(m.ones(0, 10, 5))))
+    return out
+
+
+@slow
+def rnn_batch_size_zero(m):
+    out = []
+    for module in (m.nn.RNN, m.nn.LSTM, m.nn.GRU):
+        rnn = module(input_size=3, hidden_size=4)
+        outs = rnn(m.zeros((5, 0, 3)))
+        outs[0].sum().backward()
+        out.append((outs[0].shape, [p.grad for p in rnn.parameters()]))
+    return out
+
+
+@slow
+def rnn_change_dropout_eval(m):
+    rnn = fill_ramp(m, m.nn.RNN(4, 5, 2, dropout=0, nonlinearity="relu")).eval()
+    x = m.tensor(rnd(3, 2, 4))
+    out = []
+    for p in (0, 0.5, 0, 0.7, 1):
+        rnn.dropout = p
+        out.append(rnn(x))
+    rnn.train()
+    for p in (0, 1):
+        rnn.dropout = p
+        out.append(rnn(x))
+    return out
+
+
+@slow
+def rnn_save_load_flatten(m):
+    import io
+
+    rnn = fill_ramp(m, m.nn.RNN(4, 5, 2, bias=False, dropout=0.2, nonlinearity="relu")).eval()
+    x, hx = m.tensor(rnd(1, 1, 4)), m.tensor(rnd(2, 1, 5))
+    buf = io.BytesIO()
+    m.save(rnn, buf)
+    buf.seek(0)
+    back = m.load(buf, weights_only=False)
+    back.flatten_parameters()
+    return rnn(x, hx), back(x, hx), type(back).__name__, back.dropout, back.training
 
 
 # Where vkml still differs from PyTorch, and why (strict: a fix makes the test fail until it leaves this list)

@@ -708,6 +708,14 @@ class RNNBase(_RNNBase):
             del self.nonlinearity  # PyTorch's base keeps only the mode
 
 
+def _no_projection(name: str, kwargs: dict) -> None:
+    """RNN's and GRU's refusal of LSTM's ``proj_size`` (in PyTorch's words), and of any other extra keyword."""
+    if "proj_size" in kwargs:
+        raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+    if kwargs:
+        raise TypeError(f"{name}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'")
+
+
 class RNN(RNNBase):
     """Elman RNN: h_t = tanh (or relu)(x_t W_ihᵀ + b_ih + h_{t-1} W_hhᵀ + b_hh). Returns (output, h_n)."""
 
@@ -725,7 +733,9 @@ class RNN(RNNBase):
         bidirectional: bool = False,
         device=None,
         dtype=None,
+        **kwargs,
     ):
+        _no_projection(type(self).__name__, kwargs)
         _RNNBase.__init__(
             self,
             input_size,
@@ -805,7 +815,9 @@ class GRU(RNNBase):
         bidirectional: bool = False,
         device=None,
         dtype=None,
+        **kwargs,
     ):
+        _no_projection(type(self).__name__, kwargs)
         _RNNBase.__init__(
             self,
             input_size,

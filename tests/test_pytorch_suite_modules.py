@@ -1693,6 +1693,202 @@ def batchnorm_permuted_channels_last(m):
     return bn(x), bn(x).is_contiguous(memory_format=m.channels_last)
 
 
+@sc
+def batchnorm_argument_errors(m):
+    x = m.tensor(np.abs(rnd(2, 10)))
+    rm, rv = m.tensor(np.abs(rnd(10, seed=1))), m.tensor(np.abs(rnd(10, seed=2)))
+    F = m.nn.functional
+    out = [attempt(lambda: m.nn.BatchNorm1d(10)(m.tensor(np.abs(rnd(10)))[None, :, None]))]
+    for size in (9, 11):
+        bad = m.tensor(np.abs(rnd(size, seed=3)))
+        out.append(attempt(lambda: F.batch_norm(x, bad, rv), words=False))
+        out.append(attempt(lambda: F.batch_norm(x, rm, bad), words=False))
+        out.append(attempt(lambda: F.batch_norm(x, rm, rv, weight=m.nn.Parameter(bad)), words=False))
+        out.append(attempt(lambda: F.batch_norm(x, rm, rv, bias=m.nn.Parameter(bad)), words=False))
+    return out
+
+
+@slow
+def batchnorm_stats_not_tracked_after_init(m):
+    bn = m.nn.BatchNorm1d(4, track_running_stats=True)
+    bn.track_running_stats = False
+    before = (bn.num_batches_tracked.clone(), bn.running_mean.clone(), bn.running_var.clone())
+    y = bn(m.tensor(rnd(8, 4)))
+    return y, before, (bn.num_batches_tracked, bn.running_mean, bn.running_var)
+
+
+@sc
+def batchnorm_load_state_dict_num_batches(m):
+    bn = m.nn.BatchNorm2d(3)
+    out = [bn.state_dict()["num_batches_tracked"]]
+    bn.num_batches_tracked = m.tensor(10)
+    out.append(bn.state_dict()["num_batches_tracked"])
+    bn.load_state_dict(OrderedDict(), strict=False)
+    out.append(bn.state_dict()["num_batches_tracked"])
+    with m.device("meta"):
+        meta_bn = m.nn.BatchNorm2d(3)
+    out.append(str(meta_bn.num_batches_tracked.device))
+    meta_bn.load_state_dict(OrderedDict(), assign=True, strict=False)
+    out.append(meta_bn.state_dict()["num_batches_tracked"])
+    return out
+
+
+@slow
+def batchnorm_momentum_none_and_modes(m):
+    out = []
+    x = m.tensor(rnd(6, 3))
+    for kwargs in (dict(momentum=None), dict(momentum=0.3), dict(affine=False), dict(track_running_stats=False)):
+        bn = m.nn.BatchNorm1d(3, **kwargs)
+        ys = [bn(x * (k + 1) + k) for k in range(3)]
+        bn.eval()
+        ys.append(bn(x[:1]))
+        out.append((ys, bn.running_mean, bn.running_var, bn.num_batches_tracked, names(bn.named_parameters())))
+    return out
+
+
+@slow
+def pdist_and_pairwise(m):
+    x = m.tensor(rnd(4, 5), requires_grad=True)
+    out = []
+    for p in (0, 1, 2, 0.5, 1.5, float("inf")):
+        d = m.nn.functional.pdist(x, p)
+        (g,) = m.autograd.grad(d.sum(), x)
+        out.append((d, g))
+    same = m.tensor(rnd(1, 3), requires_grad=True).repeat([2, 1])
+    out.append(m.nn.functional.pdist(same, 2))
+    out.append(m.nn.functional.pdist(m.zeros(1, 3)).shape)
+    out.append(m.nn.functional.pdist(m.zeros(4, 0)))
+    a, b = m.tensor(rnd(4, 4), requires_grad=True), m.tensor(rnd(4, 4, seed=1))
+    d = m.nn.functional.pairwise_distance(a, b)
+    d.sum().backward()
+    out.append((d, a.grad))
+    return out
+
+
+@slow
+def cosine_embedding_loss_types_and_shapes(m):
+    F = m.nn.functional
+    x1 = m.tensor([[2, 3, 4], [6, 2, 4]], dtype=m.float64)
+    x2 = m.tensor([[2, 3, 5], [3, 2, 1]], dtype=m.float64)
+    y = m.tensor([1, -1], dtype=m.int32)
+    out = [F.cosine_embedding_loss(x1, x2, y)]
+    for d1, d2, d3 in ((m.float32, m.int64, m.int8), (m.int32, m.float16, m.float32), (m.int16, m.int64, m.int64)):
+        out.append(F.cosine_embedding_loss(x1.to(d1), x2.to(d2), y.to(d3)).item())
+    out.append(attempt(lambda: F.cosine_embedding_loss(m.zeros(0, 0), m.zeros(0), m.zeros(0, dtype=m.int32))))
+    out.append(attempt(lambda: F.cosine_embedding_loss(m.zeros(1, 5), m.zeros(1, 6), m.ones(1, dtype=m.int32))))
+    t = m.tensor(rnd(15, 1)).sign()
+    out.append(attempt(lambda: F.cosine_embedding_loss(m.tensor(rnd(15, 10)), m.tensor(rnd(15, 10)), t)))
+    out.append(attempt(lambda: F.cosine_embedding_loss(m.ones(10), m.ones(10), m.ones(10))))
+    out.append(attempt(lambda: F.cosine_embedding_loss(m.ones(2, 5), m.ones(2, 5), m.ones(()))))
+    a, b = m.tensor(rnd(6, 4), requires_grad=True), m.tensor(rnd(6, 4, seed=1), requires_grad=True)
+    t = m.tensor(rnd(6, seed=2)).sign()
+    for margin in (0.0, 0.5):
+        loss = F.cosine_embedding_loss(a, b, t, margin=margin, reduction="none")
+        ga, gb = m.autograd.grad(loss.sum(), (a, b))
+        out.append((loss, ga, gb))
+    return out
+
+
+@slow
+def kl_div_mixed_types(m):
+    F = m.nn.functional
+    x = m.tensor([[2, 3, 5], [3, 2, 1]], dtype=m.float64)
+    t = m.tensor([[1, 2, 3], [4, 5, 6]], dtype=m.float64)
+    out = []
+    for di, dt in ((m.float32, m.float64), (m.float64, m.float32), (m.float16, m.float32), (m.float32, m.float32)):
+        out.append(F.kl_div(x.to(di), t.to(dt), reduction="batchmean"))
+        out.append(F.kl_div(x.to(di), t.log().to(dt), log_target=True, reduction="sum"))
+    a = m.tensor([[1.0, 2, 3], [5.0, 5, 5]])
+    out.append(F.kl_div(F.log_softmax(a, 1), F.log_softmax(a, 1), reduction="none", log_target=True))
+    return out
+
+
+@slow
+def ranking_and_triplet_losses(m):
+    F = m.nn.functional
+    x1, x2 = m.tensor(rnd(15) * 10, requires_grad=True), m.tensor(rnd(15, seed=1) * 10, requires_grad=True)
+    y = m.tensor(rnd(15, seed=2)).sign()
+    out = []
+    for margin in (0.0, 0.5):
+        loss = F.margin_ranking_loss(x1, x2, y, margin=margin, reduction="none")
+        out.append((loss, m.autograd.grad(loss.sum(), (x1, x2))))
+    a, p, n = (m.tensor(rnd(5, 10, seed=k), requires_grad=True) for k in (3, 4, 5))
+    for kwargs in (dict(), dict(swap=True), dict(reduction="none"), dict(swap=True, reduction="none")):
+        loss = F.triplet_margin_loss(a, p, n, **kwargs)
+        out.append((loss, m.autograd.grad(loss.sum(), (a, p, n))))
+    return out
+
+
+@slow
+def pointwise_loss_broadcast(m):
+    F = m.nn.functional
+    out = []
+    i, t = m.tensor(rnd(5, 10)), m.tensor(rnd(5, 10, seed=1), requires_grad=True)
+    out.append((F.mse_loss(i, t, reduction="none").size(), F.l1_loss(i, t, reduction="none").size()))
+    for fn in (F.mse_loss, F.l1_loss, F.smooth_l1_loss, F.huber_loss):
+        for rg in (True, False):
+            x = m.tensor(rnd(2, 1), requires_grad=True)
+            y = m.tensor(rnd(2, 10, seed=2), requires_grad=rg)
+            for reduction in ("none", "mean", "sum"):
+                loss = fn(x, y, reduction=reduction)
+                grads = m.autograd.grad(loss.sum(), (x, y) if rg else (x,))
+                out.append((loss, grads))
+    return out
+
+
+@slow
+def smooth_l1_integral_target_and_args(m):
+    F = m.nn.functional
+    out = []
+    for dtype in (m.uint8, m.int8, m.int16, m.int32, m.int64):
+        for reduction in ("none", "sum", "mean"):
+            x = m.tensor(rnd(2, 2), requires_grad=True)
+            target = m.tensor([[1, 8], [0, 3]], dtype=dtype)
+            F.smooth_l1_loss(x, target, reduction=reduction, beta=0.5).sum().backward()
+            out.append(x.grad)
+    out.append(attempt(lambda: F.smooth_l1_loss(m.ones(2, 2), m.ones(2, 2), beta=-1.0)))
+    for delta in (-0.5, 0.0):
+        out.append(attempt(lambda: m.nn.HuberLoss(delta=delta)(m.ones(2, 2), m.zeros(2, 2))))
+    out.append(m.nn.L1Loss()(m.tensor(rnd(3, 4)), m.zeros(3, 4)))
+    return out
+
+
+@sc
+def grid_sample_error_checking(m):
+    F = m.nn.functional
+    x, grid = m.zeros(1, 1, 2, 2), m.zeros(1, 1, 1, 2)
+    return (
+        F.grid_sample(x, grid, align_corners=False).shape,
+        attempt(lambda: F.grid_sample(x, grid, mode="garbage", align_corners=False)),
+        attempt(lambda: F.grid_sample(x, grid, padding_mode="garbage", align_corners=False)),
+        attempt(lambda: F.grid_sample(x[0], grid, align_corners=False)),
+        attempt(lambda: F.grid_sample(x, m.zeros(1, 1, 1, 1, 3), align_corners=False)),
+        attempt(lambda: F.grid_sample(x, m.zeros(2, 1, 1, 2), align_corners=False)),
+        attempt(lambda: F.grid_sample(x, m.zeros(1, 1, 1, 3), align_corners=False)),
+        attempt(lambda: F.grid_sample(m.zeros(1, 1, 0, 2), grid, align_corners=False)),
+        attempt(lambda: F.grid_sample(m.zeros(1, 1, 2, 2, 2), m.zeros(1, 1, 1, 1, 3), mode="bicubic")),
+    )
+
+
+@sc
+def affine_grid_error_checking(m):
+    F = m.nn.functional
+    out = []
+    for theta, size, nd in ((m.zeros(1, 2, 3), (1, 1, 2, 2), 2), (m.zeros(1, 3, 4), (1, 1, 2, 2, 2), 3)):
+        out.append(F.affine_grid(theta, m.Size(size), align_corners=False).shape)
+        empty_span = (1, 1, 2, 1) if nd == 2 else (1, 1, 3, 2, 1)
+        out.append(F.affine_grid(theta, m.Size(empty_span), align_corners=False).shape)
+        out.append(F.affine_grid(theta, m.Size(empty_span), align_corners=True).shape)
+        if nd == 2:
+            out.append(attempt(lambda: F.affine_grid(theta.int(), m.Size(size), align_corners=False)))
+        for bad in (theta[0], theta.unsqueeze(0), theta.repeat(1, 2, 1), theta.repeat(1, 1, 2)):
+            out.append(attempt(lambda: F.affine_grid(bad, m.Size(size), align_corners=False)))
+    theta = m.zeros(1, 3, 4)
+    out.append(attempt(lambda: F.affine_grid(theta, m.Size([1, 2, 2]), align_corners=False)))
+    out.append(attempt(lambda: F.affine_grid(theta, m.Size([1, 1, 2, 2, 2, 2]), align_corners=False)))
+    return out
+
+
 # Where vkml still differs from PyTorch, and why (strict: a fix makes the test fail until it leaves this list)
 KNOWN = {
     "view_of_param_after_double": "views of a parameter taken before module.double() follow its new storage "

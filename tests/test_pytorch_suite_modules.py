@@ -1889,12 +1889,123 @@ def affine_grid_error_checking(m):
     return out
 
 
+@slow
+def adaptive_softmax_predict(m):
+    x = m.tensor(np.abs(rnd(64, 8)))
+    asfm = m.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [4, 8], div_value=2.0, head_bias=True)
+    fill = [m.tensor(np.abs(rnd(*p.shape, seed=k))) for k, p in enumerate(asfm.parameters())]
+    with m.no_grad():
+        for p, v in zip(asfm.parameters(), fill):
+            p.copy_(v)
+        asfm.head.weight[: asfm.shortlist_size, asfm.shortlist_size :].zero_()
+        asfm.head.weight[asfm.shortlist_size :, : asfm.shortlist_size].zero_()
+    x[:32, : asfm.shortlist_size].zero_()
+    x[32:, asfm.shortlist_size :].zero_()
+    return asfm.predict(x), asfm.log_prob(x).argmax(dim=1), asfm.log_prob(x)
+
+
+@slow
+def cross_entropy_empty_classes(m):
+    return m.nn.CrossEntropyLoss()(m.zeros(5, 0), m.zeros(5, 0))
+
+
+@sc
+def flatten_unflatten_args(m):
+    x = m.tensor(rnd(2, 50))
+    out = [m.nn.Flatten(start_dim=1, end_dim=-1)(m.tensor(rnd(2, 1, 2, 3))).size()]
+    for us in ((2, 5, 5), [2, 5, 5]):
+        out.append(m.nn.Unflatten(dim=1, unflattened_size=us)(x).size())
+    out.append(attempt(lambda: m.nn.Unflatten(dim=1, unflattened_size=(2, 5, 5.0))))
+    for us in ([["C", 2], ["W", 5], ["H", 5]], [("C", 2), ("W", 5), ("H", 5)]):
+        out.append(attempt(lambda: m.nn.Unflatten(dim="features", unflattened_size=us)))
+    out.append(attempt(lambda: m.nn.Unflatten(dim="features", unflattened_size=(["C", 2], ["W", 5], ["H", 5]))))
+    out.append(attempt(lambda: m.nn.Unflatten(dim="features", unflattened_size=({"C": 2}, {"W": 5}, {"H": 5}))))
+    return out
+
+
+@slow
+def layer_norm_create_graph_and_eps(m):
+    x = m.tensor(rnd(4, 4, 16), requires_grad=True)
+    ln = m.nn.LayerNorm((16,), 1e-5, True)
+    with m.no_grad():
+        ln.weight = m.nn.Parameter(0.1 * m.ones_like(ln.weight))
+    g1 = m.autograd.grad(ln(x).sum(), x, create_graph=False)[0]
+    g2 = m.autograd.grad(ln(x).sum(), x, create_graph=True)[0]
+    y = m.tensor([[[2.0, 2.0], [14.0, 14.0]], [[2.0, 2.0], [14.0, 14.0]]])
+    return g1, g2, g2.requires_grad, m.nn.LayerNorm(2, eps=1e-6, elementwise_affine=False)(y)
+
+
+@slow
+def conv_transpose_padding_list(m):
+    x = m.tensor(rnd(1, 2, 6, 6))
+    out = []
+    for padding in ([2, 2], (2, 2)):
+        net = m.nn.ConvTranspose2d(2, 3, kernel_size=3, padding=padding)
+        out.append((net(x).shape, net.padding))
+    return out
+
+
+@sc
+def pooling_invalid_arguments(m):
+    frac = m.nn.FractionalMaxPool2d(kernel_size=[2, 1], output_ratio=[0.5, 0.5, 0.6])
+    pool = m.nn.MaxPool1d(kernel_size=3, stride=255, return_indices=False)
+    return (
+        attempt(lambda: frac(m.tensor(np.abs(rnd(2, 3, 8, 6))))),
+        attempt(lambda: pool(m.as_tensor([[0.3204]])), words=False),
+    )
+
+
+@sc
+def pickle_module_no_warning(m):
+    lin = pickle.loads(pickle.dumps(m.nn.Linear(3, 3)))
+    return type(lin).__name__, names(lin.named_parameters())
+
+
+@slow
+def fuse_conv_bn_eval(m):
+    x = m.tensor(rnd(2, 3, 5, 5))
+    conv = m.nn.Conv2d(3, 4, bias=True, kernel_size=(3, 3))
+    with m.no_grad():
+        conv.weight.copy_(m.tensor(rnd(4, 3, 3, 3, seed=1)))
+        conv.bias.copy_(m.tensor(rnd(4, seed=2)))
+    out = []
+    for affine in (True, False):
+        bn = m.nn.BatchNorm2d(4, affine=affine)
+        bn.running_mean = m.tensor(rnd(4, seed=3))
+        bn.running_var = m.tensor(np.abs(rnd(4, seed=4)) + 0.5)
+        conv.eval()
+        bn.eval()
+        fused = m.nn.utils.fusion.fuse_conv_bn_eval(conv, bn)
+        out.append((bn(conv(x)), fused(x), type(fused).__name__))
+    return out
+
+
+@slow
+def constant_pad_nd(m):
+    a = m.tensor([[1, 2], [3, 4]])
+    nchw = m.tensor(rnd(1, 2, 5, 3))
+    nhwc = nchw.contiguous(memory_format=m.channels_last)
+    return (
+        m.constant_pad_nd(a, [1, 2, 1, 0], 9),
+        m.constant_pad_nd(nchw, [1, 2], 0.5).is_contiguous(memory_format=m.contiguous_format),
+        m.constant_pad_nd(nhwc, [1, 2], 0.5),
+    )
+
+
+@sc
+def constant_pad_nd_channels_last(m):
+    nhwc = m.zeros(1, 2, 5, 3).contiguous(memory_format=m.channels_last)
+    return m.constant_pad_nd(nhwc, [1, 2], 0.5).is_contiguous(memory_format=m.channels_last)
+
+
 # Where vkml still differs from PyTorch, and why (strict: a fix makes the test fail until it leaves this list)
 KNOWN = {
     "view_of_param_after_double": "views of a parameter taken before module.double() follow its new storage "
     "(PyTorch's keep the old one; docs/mutation.md)",
     "batchnorm_permuted_channels_last": "a permuted view laid out as channels-last gives row-major results (vkml "
     "passes on a format only a tensor was made in, vkml/frontend/memory_format.py)",
+    "constant_pad_nd_channels_last": "padding gives a row-major result (vkml passes a channels-last format on "
+    "through elementwise ops, casts, conv, batch norm and pooling only: vkml/frontend/memory_format.py)",
     "extra_state_non_dict": "load_state_dict matches every key before it writes anything, so a set_extra_state "
     "that adds a submodule cannot take that submodule's keys (PyTorch writes as it walks)",
 }

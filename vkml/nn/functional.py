@@ -523,6 +523,8 @@ def cross_entropy(
                 return total if reduction == "sum" else total / (input.numel() // num_classes)
             loss = -terms.sum(1)
             return functions.squeeze(loss, 0) if unbatched else loss
+        if num_classes == 0 and reduction == "mean":  # PyTorch divides the sum by numel / C: 0 / 0 here
+            return -(target * weighted).sum() * float("nan")
         loss = -(target * weighted).sum(1)
         count = None
     else:

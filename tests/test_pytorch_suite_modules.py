@@ -16,6 +16,7 @@ sample of the others; ``-m exhaustive`` runs them all.
 from __future__ import annotations
 
 import copy
+import math
 import pickle
 from collections import OrderedDict
 
@@ -42,6 +43,14 @@ def slow(f):
 
 def rnd(*shape, seed=0):
     return np.random.default_rng(seed + 7 * len(shape)).standard_normal(shape).astype(np.float32)
+
+
+def set_params(m, module, seed: int = 0, scale: float = 0.5):
+    """Every parameter of ``module`` set to seeded normal values (the same on both sides); returns it."""
+    with m.no_grad():
+        for k, p in enumerate(module.parameters()):
+            p.copy_(m.tensor(rnd(*p.shape, seed=seed + k) * scale))
+    return module
 
 
 def attempt(fn, words: bool = True):
@@ -1996,6 +2005,129 @@ def constant_pad_nd(m):
 def constant_pad_nd_channels_last(m):
     nhwc = m.zeros(1, 2, 5, 3).contiguous(memory_format=m.channels_last)
     return m.constant_pad_nd(nhwc, [1, 2], 0.5).is_contiguous(memory_format=m.channels_last)
+
+
+@slow
+def upsample_modules_ones(m):
+    out = []
+    for scale in (0.5, 1.5, 2):
+        for mode in ("nearest", "area"):
+            layer = m.nn.Upsample(scale_factor=scale, mode=mode)
+            for dim in (1, 2, 3):
+                x = m.ones([1, 1] + [2] * dim, requires_grad=True)
+                y = layer(x)
+                size = int(math.floor(2 * scale))
+                y.sum().backward()
+                out.append((y, m.nn.functional.interpolate(x, (size,) * dim, mode=mode), x.grad))
+        for align in (True, False):
+            for mode, dim in (("linear", 1), ("bilinear", 2), ("trilinear", 3)):
+                layer = m.nn.Upsample(scale_factor=scale, mode=mode, align_corners=align)
+                x = m.ones([1, 1] + [2] * dim, requires_grad=True)
+                out.append((layer(x), repr(layer)))
+    return out
+
+
+@sc
+def interpolate_non_integer_size(m):
+    x = m.ones(1, 1, 2, 2)
+    return [
+        attempt(lambda: m.nn.functional.interpolate(x, size=(size, size), mode="nearest"))
+        for size in (3.0, m.tensor(3.0))
+    ]
+
+
+@slow
+def linear_broadcasting_and_scalar(m):
+    lin = set_params(m, m.nn.Linear(5, 8))
+    x = m.tensor(rnd(2, 3, 5))
+    return (
+        lin(x),
+        lin(x.view(6, 5)).view(2, 3, 8),
+        attempt(lambda: m.nn.Linear(1, 1)(m.ones(1).squeeze())),
+    )
+
+
+@slow
+def bilinear_module(m):
+    mod = set_params(m, m.nn.Bilinear(3, 4, 2))
+    a, b = m.tensor(rnd(4, 3), requires_grad=True), m.tensor(rnd(4, 4, seed=1), requires_grad=True)
+    res = mod(a, b)
+    grads = m.autograd.grad(res, [mod.weight, mod.bias, a, b], m.tensor(rnd(4, 2, seed=2)))
+    nb = m.nn.Bilinear(3, 4, 2, False)
+    a3, b3 = m.tensor(rnd(2, 3, 3)), m.tensor(rnd(2, 3, 4, seed=3))
+    at = m.tensor(rnd(4, 3, 5), requires_grad=True)
+    out_nc = m.nn.Bilinear(3, 3, 2)(at.transpose(1, 2), at.transpose(1, 2))
+    return (
+        res,
+        grads,
+        nb.bias,
+        nb(a, b).shape,
+        mod(a3, b3).shape,
+        out_nc.shape,
+        attempt(lambda: m.nn.Bilinear(0, 0, 0)),
+    )
+
+
+@sc
+def fold_unfold_invalid_args(m):
+    out = []
+    fold = m.nn.Fold(output_size=(4, 5), kernel_size=(2, 3))
+    for x in (m.zeros(1, 5, 9), m.zeros(1, 19, 9), m.zeros(1, 6, 10)):
+        out.append(attempt(lambda: fold(x)))
+    for kwargs in (dict(stride=(2, 2)), dict(stride=(2, 2), dilation=(1, 2), padding=(2, 0))):
+        out.append(attempt(lambda: m.nn.Fold(output_size=(4, 5), kernel_size=(2, 3), **kwargs)(m.zeros(1, 6, 5))))
+    fold = m.nn.Fold(output_size=(4, 5), kernel_size=(2, 2), stride=1, dilation=8, padding=0)
+    out.append(attempt(lambda: fold(m.zeros(1, 12, 12))))
+    for kwargs, shape in (
+        (dict(kernel_size=(2, 3)), (1, 2, 2, 2)),
+        (dict(kernel_size=(5, 3), padding=(1, 1)), (1, 2, 2, 3)),
+        (dict(kernel_size=(1, 3), padding=(1, 1), dilation=(1, 2)), (1, 2, 2, 2)),
+    ):
+        out.append(attempt(lambda: m.nn.Unfold(**kwargs)(m.zeros(*shape))))
+    return out
+
+
+@sc
+def adaptive_log_softmax_args(m):
+    A = m.nn.AdaptiveLogSoftmaxWithLoss
+    out = [attempt(lambda: A(16, 20, cutoffs, div_value=2.0)) for cutoffs in ([5, 15, 15], [5, 15, 10], [5, 10, 25])]
+    out.append(attempt(lambda: A(16, 20, [5, 10, 20], div_value=2.0)))
+    asfm = A(16, 20, [5, 10, 15], div_value=2.0)
+    out.append(attempt(lambda: asfm(m.zeros(2, 16), m.tensor([0, 5, 10]))))
+    out.append(attempt(lambda: asfm(m.zeros(2, 16), m.tensor([0, 20]))))
+    out.append(
+        (
+            asfm.head.weight.size(),
+            asfm.tail[0][1].weight.size(),
+            asfm.tail[1][1].weight.size(),
+            asfm.tail[2][1].weight.size(),
+        )
+    )
+    out.append(names(A(16, 20, [5, 10, 19], div_value=2.0).named_parameters()))
+    return out
+
+
+@slow
+def adaptive_log_softmax_values(m):
+    asfm = m.nn.AdaptiveLogSoftmaxWithLoss(16, 20, [5, 10, 15], div_value=2.0)
+    with m.no_grad():
+        for k, p in enumerate(asfm.parameters()):
+            p.copy_(m.tensor(rnd(*p.shape, seed=k)) * 0.3)
+    x = m.tensor(rnd(1, 16))
+    y = m.tensor([17])
+    out = [asfm(x, m.tensor([0])).output.size(), asfm(x, y), asfm(x.squeeze(0), y.squeeze(0))]
+    small = m.nn.AdaptiveLogSoftmaxWithLoss(8, 4, [2], div_value=2.0)
+    with m.no_grad():
+        for k, p in enumerate(small.parameters()):
+            p.copy_(m.tensor(rnd(*p.shape, seed=k + 9)) * 0.3)
+    x = m.tensor(rnd(4, 8))
+    lp = small.log_prob(x)
+    out.append(m.exp(lp).sum(1))
+    for v in range(4):
+        target = m.full((4,), v, dtype=m.long)
+        res = small(x, target)
+        out.append((res.output, res.loss, m.nn.functional.nll_loss(lp, target)))
+    return out
 
 
 # Where vkml still differs from PyTorch, and why (strict: a fix makes the test fail until it leaves this list)

@@ -124,10 +124,15 @@ def linear(input, weight, bias=None):
     >>> linear(vkml.ones(2, 3), vkml.ones(4, 3)).shape  # doctest: +SKIP
     (2, 4)
     """
-    if bias is not None:  # PyTorch's addmm checks, before matmul's (vkml/frontend/dtype_info.py)
+    if bias is not None:
         recorded = _linear_recorded(input, weight, bias)
         if recorded is not None:
             return recorded
+    if getattr(input, "ndim", 1) == 0 or getattr(weight, "ndim", 1) == 0:
+        raise RuntimeError(
+            f"both arguments to linear need to be at least 1D, but they are {input.ndim}D and {weight.ndim}D"
+        )
+    if bias is not None:  # PyTorch's addmm checks, before matmul's (vkml/frontend/dtype_info.py)
         _linear_dtypes(input, weight, bias)
         if _adds_bias_before_rounding(input, weight, bias):
             wide = T.float32  # float16/bfloat16 products are exact in float32: the sums are the half matmul's

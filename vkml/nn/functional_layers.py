@@ -1270,6 +1270,12 @@ def _blocks(op, spatial, kernel_size, dilation, padding, stride):
     out = tuple(
         (s + 2 * p - d * (k - 1) - 1) // st + 1 for s, p, d, k, st in zip(spatial, padding, dilation, kernel, stride)
     )
+    if any(o < 1 for o in out) and op == "fold":  # PyTorch's col2im words it otherwise than im2col
+        raise RuntimeError(
+            f"'fold': Given output_size={tuple(spatial)}, kernel_size={kernel}, dilation={dilation}, "
+            f"padding={padding}, stride={stride}, calculated shape of the array of sliding blocks as {out}, which is "
+            "too small (non-positive)"
+        )
     if any(o < 1 for o in out):
         raise RuntimeError(
             f"'{op}': Given input with spatial size {tuple(spatial)}, kernel_size={kernel}, dilation={dilation}, "

@@ -2130,6 +2130,110 @@ def adaptive_log_softmax_values(m):
     return out
 
 
+@slow
+def unpooling_nets(m):
+    out = []
+    for pool, unpool, shape in (
+        (m.nn.MaxPool1d, m.nn.MaxUnpool1d, (1, 1, 4)),
+        (m.nn.MaxPool2d, m.nn.MaxUnpool2d, (1, 1, 2, 4)),
+        (m.nn.MaxPool3d, m.nn.MaxUnpool3d, (1, 1, 2, 4, 6)),
+        (m.nn.MaxPool1d, m.nn.MaxUnpool1d, (1, 4)),
+        (m.nn.MaxPool2d, m.nn.MaxUnpool2d, (1, 2, 4)),
+    ):
+        x = m.tensor(rnd(*shape), requires_grad=True)
+        y = unpool(2)(*pool(2, return_indices=True)(x))
+        y.backward(m.tensor(rnd(*y.shape, seed=1)))
+        out.append((y, x.grad))
+    return out
+
+
+@slow
+def instance_norm_general(m):
+    out = []
+    for cls, shape in ((m.nn.InstanceNorm1d, (3, 4, 5)), (m.nn.InstanceNorm2d, (3, 4, 5, 2))):
+        b, c = shape[:2]
+        x = m.tensor(rnd(*shape) * 3 + 1, requires_grad=True)
+        inorm = cls(c, eps=0)
+        y = inorm(x)
+        g = m.tensor(rnd(*shape, seed=1))
+        y.backward(g)
+        grad_train = x.grad.clone()
+        inorm.eval()
+        x.grad = None
+        y2 = inorm(x)
+        y2.backward(g)
+        tracked = cls(c, momentum=1, eps=0, track_running_stats=True)
+        y3 = tracked(x)
+        running = (tracked.running_mean.clone(), tracked.running_var.clone())
+        tracked.eval()
+        delta = (tracked.running_var.sqrt() * m.arange(c, dtype=m.float32)).view(-1, *[1] * (len(shape) - 2))
+        y4 = tracked(x + delta)
+        out.append((y, grad_train, y2, x.grad, y3, running, y4.transpose(0, 1).reshape(c, -1).mean(1)))
+    return out
+
+
+@sc
+def layer_norm_bad_shapes(m):
+    out = []
+    for norm_shape, input_shape in (((), ()), ((2, 3), (3,)), ((2,), (1, 2, 3)), ((10,), (2, 3)), (10, (2, 3))):
+        ln = m.nn.LayerNorm(norm_shape)
+        out.append(attempt(lambda: ln(m.ones(input_shape)), words=False))
+    return out
+
+
+@slow
+def layer_norm_general(m):
+    out = []
+    for shape, nd in (((3, 4), 1), ((3, 5, 4), 2), ((3, 4, 5, 3), 2), ((4, 3, 3, 5, 4), 3)):
+        x = m.tensor(np.abs(rnd(*shape)) * 10)
+        ln = m.nn.LayerNorm(list(shape[-nd:]), eps=0)
+        y = ln(x)
+        with m.no_grad():
+            ln.weight.fill_(1.7)
+            ln.bias.fill_(0.4)
+        out.append((y, ln(x)))
+    return out
+
+
+@slow
+def group_norm_general(m):
+    out = []
+    for shape, g in (((1, 2, 3, 4), 2), ((2, 3, 10), 3), ((3, 1, 1, 1, 2), 1), ((2, 6, 4, 2, 2), 3), ((1, 8, 1, 1), 4)):
+        x = m.tensor(np.abs(rnd(*shape)) * 10, requires_grad=True)
+        gn = m.nn.GroupNorm(g, shape[1], eps=0)
+        y = gn(x)
+        y.backward(m.tensor(rnd(*shape, seed=1)))
+        with m.no_grad():
+            gn.weight.copy_(m.linspace(0.2, 2, shape[1]))
+            gn.bias.copy_(m.linspace(2, 0.2, shape[1]))
+        out.append((y, x.grad, gn.weight.grad, gn.bias.grad, gn(x)))
+    return out
+
+
+@sc
+def group_norm_bad_groups(m):
+    return [
+        attempt(lambda: m.nn.GroupNorm(g, shape[1]))
+        for shape, g in (((1, 2, 3, 4), 3), ((2, 3, 10), 2), ((3, 1, 1, 1, 2), 10), ((2, 6, 4, 2, 2), 4))
+    ]
+
+
+@slow
+def module_empty_inputs(m):
+    out = []
+    for module, shapes in (
+        (m.nn.Linear(3, 2), [(0, 3)]),
+        (m.nn.LayerNorm(3), [(0, 3)]),
+        (m.nn.GroupNorm(2, 4), [(0, 4, 2)]),
+        (m.nn.Bilinear(3, 3, 2), [(0, 3), (0, 3)]),
+    ):
+        inputs = [m.zeros(*s, requires_grad=True) for s in shapes]
+        y = module(*inputs)
+        y.backward(m.ones_like(y))
+        out.append((y.shape, [p.grad for p in module.parameters()], [i.grad for i in inputs]))
+    return out
+
+
 # Where vkml still differs from PyTorch, and why (strict: a fix makes the test fail until it leaves this list)
 KNOWN = {
     "view_of_param_after_double": "views of a parameter taken before module.double() follow its new storage "

@@ -2234,6 +2234,83 @@ def module_empty_inputs(m):
     return out
 
 
+@sc
+def group_norm_one_value_per_group(m):
+    return attempt(lambda: m.nn.GroupNorm(10, 10)(m.tensor(np.abs(rnd(10)))[None, :, None]))
+
+
+@slow
+def group_norm_empty_and_memory_format(m):
+    gn = m.nn.GroupNorm(2, 4)
+    x = m.zeros(0, 4, 2, 2, requires_grad=True)
+    y = gn(x)
+    y.backward(m.ones_like(y))
+    out = [(y.shape, x.grad, gn.weight.grad, gn.bias.grad)]
+    for fmt in (m.contiguous_format, m.channels_last):
+        for gfmt in (m.contiguous_format, m.channels_last):
+            net = m.nn.GroupNorm(2, 4)
+            x = m.tensor(rnd(2, 4, 4, 4)).to(memory_format=fmt).requires_grad_(True)
+            y = net(x)
+            y.backward(m.tensor(rnd(2, 4, 4, 4, seed=1)).to(memory_format=gfmt))
+            out.append((y, x.grad, y.is_contiguous(memory_format=fmt)))
+    return out
+
+
+@sc
+def pad_argument_errors(m):
+    F = m.nn.functional
+    x = m.zeros(1, 1, 4)
+    return (
+        attempt(lambda: F.pad(x, (5, 4), mode="circular"), words=False),
+        attempt(lambda: F.pad(x, (3, 6), mode="circular"), words=False),
+        attempt(lambda: F.pad(x, (-3, -2), mode="circular"), words=False),
+        attempt(lambda: F.pad(m.zeros(1, 1, 2, 3), (1, 1, 3, 0), mode="reflect")),
+        attempt(lambda: F.pad(m.zeros(1, 1, 2), (2, 1), mode="reflect")),
+    )
+
+
+@slow
+def pad_does_not_alias(m):
+    x = m.tensor(rnd(1, 3, 4, 4))
+    out = []
+    for mode in ("constant", "reflect", "replicate", "circular"):
+        for pad in ((0, 0, 0, 0), (0, 0, -1, -1)):
+            y = m.nn.functional.pad(x, pad, mode=mode)
+            y.fill_(4)
+            out.append((y.shape, bool((x.abs() < 4).all())))
+    return out
+
+
+@sc
+def replication_pad_empty_and_errors(m):
+    out = []
+    for mod, shape in (
+        (m.nn.ReplicationPad1d(3), (0, 3, 10)),
+        (m.nn.ReplicationPad2d(3), (0, 3, 10, 10)),
+        (m.nn.ReplicationPad3d(3), (0, 3, 4, 4, 4)),
+    ):
+        out.append(mod(m.zeros(*shape)).shape)
+    out.append(attempt(lambda: m.nn.ReplicationPad1d(2)(m.zeros(3, 0, 10))))
+    out.append(attempt(lambda: m.nn.ReplicationPad2d((2, 2, 2, 2))(m.zeros(43, 0, 10, 10))))
+    out.append(attempt(lambda: m.nn.ReplicationPad3d((2, 2, 2, 2, 2, 2))(m.zeros(3, 0, 10, 10, 10))))
+    return out
+
+
+@slow
+def replication_pad_edges_and_grads(m):
+    out = []
+    for mod, shape in (
+        (m.nn.ReplicationPad1d((3, 4)), (2, 5, 4)),
+        (m.nn.ReplicationPad2d((3, 4, 5, 6)), (2, 3, 4, 4)),
+        (m.nn.ReplicationPad3d((3, 4, 1, 2, 2, 1)), (1, 2, 2, 3, 2)),
+    ):
+        x = m.tensor(rnd(*shape), requires_grad=True)
+        y = mod(x)
+        y.backward(m.tensor(rnd(*y.shape, seed=1)))
+        out.append((y, x.grad, repr(mod)))
+    return out
+
+
 # Where vkml still differs from PyTorch, and why (strict: a fix makes the test fail until it leaves this list)
 KNOWN = {
     "view_of_param_after_double": "views of a parameter taken before module.double() follow its new storage "

@@ -97,6 +97,8 @@ def pad(input, pad, mode: str = "constant", value: float | None = None):
 
     Mode 'constant' is a view, not a copy: the padding is index arithmetic in the kernel that
     reads it; negative amounts crop. Same as ``vkml.constant_pad_nd`` (docs/ops/constant_pad_nd.md).
+    Where nothing grows (zero or negative amounts) every mode gives a copy: as PyTorch's, the
+    result never shares the input's storage.
 
     >>> pad(vkml.tensor([[1.0]]), (1, 1)).tolist()  # doctest: +SKIP
     [[0.0, 1.0, 0.0]]

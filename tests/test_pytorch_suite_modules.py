@@ -2311,6 +2311,79 @@ def replication_pad_edges_and_grads(m):
     return out
 
 
+@slow
+def empty_batch_modules(m):
+    out = []
+    mod = m.nn.Bilinear(4, 5, 3)
+    a, b = m.zeros(0, 2, 4, requires_grad=True), m.zeros(0, 2, 5, requires_grad=True)
+    y = mod(a, b)
+    y.sum().backward()
+    out.append((y.shape, a.grad, b.grad, mod.weight.grad))
+    for module, shape in (
+        (m.nn.LocalResponseNorm(2), (0, 5, 4, 4)),
+        (m.nn.ReflectionPad1d(2), (0, 3, 10)),
+        (m.nn.ReflectionPad2d(2), (0, 3, 10, 10)),
+        (m.nn.ReflectionPad3d(3), (0, 3, 4, 4, 4)),
+        (m.nn.Unfold(kernel_size=(2, 3)), (0, 3, 3, 4)),
+    ):
+        x = m.zeros(*shape, requires_grad=True)
+        y = module(x)
+        y.sum().backward()
+        out.append((y.shape, x.grad))
+    for mod, x, y in (
+        (m.nn.MultiMarginLoss(), m.zeros(0, 10, requires_grad=True), m.ones(0, dtype=m.long)),
+        (m.nn.MultiLabelMarginLoss(), m.zeros(0, 10, requires_grad=True), m.ones(0, 10, dtype=m.long)),
+    ):
+        loss = mod(x, y)
+        loss.sum().backward()
+        out.append((loss.shape, x.grad))  # the mean of no sample: PyTorch returns an uninitialised value
+    return out
+
+
+@sc
+def empty_input_errors(m):
+    out = [
+        attempt(lambda: m.nn.ReflectionPad1d(2)(m.zeros(3, 0, 10))),
+        attempt(lambda: m.nn.ReflectionPad2d(2)(m.zeros(3, 0, 10, 10))),
+        attempt(lambda: m.nn.ReflectionPad3d(3)(m.zeros(3, 0, 10, 10, 10))),
+        attempt(lambda: m.nn.ReflectionPad1d(2)(m.zeros(3, 3, 10, 10))),
+        attempt(lambda: m.nn.ReflectionPad2d(2)(m.zeros(3, 3, 10, 10, 10))),
+        attempt(lambda: m.nn.ReflectionPad3d(3)(m.zeros(3, 3, 2, 2, 2, 2))),
+        attempt(lambda: m.nn.Unfold(kernel_size=(2, 3))(m.zeros(3, 0, 3, 4))),
+    ]
+    for mod in (m.nn.MultiMarginLoss(), m.nn.MultiLabelMarginLoss()):
+        out.append(attempt(lambda: mod(m.zeros(0, requires_grad=True), m.ones(10, dtype=m.long))))
+        out.append(attempt(lambda: mod(m.zeros(10, 0, requires_grad=True), m.ones(10, 0, dtype=m.long))))
+    return out
+
+
+@slow
+def transformer_layers_empty_batch_forward(m):
+    out = []
+    for batch_first, shape in ((True, (0, 3, 8)), (False, (3, 0, 8))):
+        layer = m.nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, batch_first=batch_first)
+        dec = m.nn.TransformerDecoderLayer(d_model=8, nhead=2, dim_feedforward=16, batch_first=batch_first)
+        out.append((layer(m.zeros(*shape)), dec(m.zeros(*shape), m.zeros(*shape))))
+    return out
+
+
+@slow
+def transformer_layers_empty_batch(m):
+    out = []
+    for batch_first, shape in ((True, (0, 3, 8)), (False, (3, 0, 8))):
+        layer = m.nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16, batch_first=batch_first)
+        x = m.zeros(*shape, requires_grad=True)
+        y = layer(x)
+        y.sum().backward()
+        out.append((y.shape, x.grad))
+        dec = m.nn.TransformerDecoderLayer(d_model=8, nhead=2, dim_feedforward=16, batch_first=batch_first)
+        tgt = m.zeros(*shape, requires_grad=True)
+        y = dec(tgt, m.zeros(*shape))
+        y.sum().backward()
+        out.append((y.shape, tgt.grad))
+    return out
+
+
 # Where vkml still differs from PyTorch, and why (strict: a fix makes the test fail until it leaves this list)
 KNOWN = {
     "view_of_param_after_double": "views of a parameter taken before module.double() follow its new storage "
@@ -2319,6 +2392,9 @@ KNOWN = {
     "passes on a format only a tensor was made in, vkml/frontend/memory_format.py)",
     "constant_pad_nd_channels_last": "padding gives a row-major result (vkml passes a channels-last format on "
     "through elementwise ops, casts, conv, batch norm and pooling only: vkml/frontend/memory_format.py)",
+    "transformer_layers_empty_batch": "the backward of an empty batch through a fused input projection runs a "
+    "matmul kernel that loads from an empty buffer (IndexError in the interpreter; reproducer: linear of a "
+    "(0, 8) input to 24 features, chunk(3, -1), add the chunks, sum, backward)",
     "extra_state_non_dict": "load_state_dict matches every key before it writes anything, so a set_extra_state "
     "that adds a submodule cannot take that submodule's keys (PyTorch writes as it walks)",
 }

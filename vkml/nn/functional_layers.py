@@ -1293,9 +1293,10 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     >>> unfold(vkml.ones(1, 2, 3, 3), 2).shape  # doctest: +SKIP
     (1, 8, 4)
     """
-    if input.ndim not in (3, 4):
+    if input.ndim not in (3, 4) or 0 in input.shape[input.ndim - 3 :]:  # only a batch may be empty
         raise RuntimeError(
-            f"'unfold': Expected 3D or 4D (batch mode) tensor, but got input of size {list(input.shape)}"
+            "'unfold': Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+            f"dimensions for input, but got: {list(input.shape)}"
         )
     unbatched = input.ndim == 3
     x = functions.unsqueeze(input, 0) if unbatched else input

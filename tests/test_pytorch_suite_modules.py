@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 import torch
 from pytorch_suite import Raised, check
+from pytorch_suite_ops import on_device
 
 import vkml
 
@@ -1031,7 +1032,7 @@ def rnn_nonlinearity(m):
     )
 
 
-@sc
+@slow
 def apply_inplace_bumps_version(m):
     lin = m.nn.Linear(4, 3)
     pvm = lin.weight.mul(lin.weight)
@@ -2413,3 +2414,33 @@ def test_module_scenario_matches_torch(name: str) -> None:
 @pytest.mark.parametrize("name", _params(SLOW))
 def test_module_scenario_with_kernels_matches_torch(name: str) -> None:
     check(SLOW[name])
+
+
+def test_batch_norm_steps_on_vulkan(gpu) -> None:
+    """A sample on the Vulkan device: batch norm's cumulative running statistics (momentum None) over two
+    training steps, then eval."""
+
+    def scenario(m):
+        bn = m.nn.BatchNorm1d(3, momentum=None)
+        x = m.tensor(rnd(4, 3))
+        ys = [bn(x * (k + 1)) for k in range(2)]
+        return ys, bn.running_mean, bn.running_var, bn.num_batches_tracked, bn.eval()(x)
+
+    check(on_device(gpu, scenario), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.exhaustive
+def test_norms_pads_and_losses_on_vulkan(gpu) -> None:
+    """A sample on the Vulkan device: batch norm's running statistics over training steps, group norm, the
+    padding modes and a loss with its gradients."""
+
+    def scenario(m):
+        x = m.tensor(rnd(4, 3, 5, 5), requires_grad=True)
+        bn, gn = m.nn.BatchNorm2d(3, momentum=None), m.nn.GroupNorm(3, 3)
+        ys = [bn(x * (k + 1)) for k in range(2)]
+        pads = [m.nn.functional.pad(ys[-1], (1, 2, 2, 1), mode=mode) for mode in ("reflect", "replicate", "circular")]
+        loss = m.nn.SmoothL1Loss(beta=0.5)(gn(pads[0]), m.zeros_like(pads[0])) + sum(p.mean() for p in pads)
+        loss.backward()
+        return ys, pads, loss, x.grad, bn.running_mean, bn.running_var, gn.weight.grad
+
+    check(on_device(gpu, scenario), rtol=1e-4, atol=1e-5)

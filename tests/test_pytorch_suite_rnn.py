@@ -15,6 +15,7 @@ import warnings
 
 import pytest
 from pytorch_suite import check
+from pytorch_suite_ops import on_device
 from test_pytorch_suite_modules import attempt, rnd
 
 SC = {}  # the default suite's
@@ -478,3 +479,35 @@ def test_rnn_scenario_matches_torch(name: str) -> None:
 @pytest.mark.parametrize("name", _params(SLOW))
 def test_rnn_scenario_with_kernels_matches_torch(name: str) -> None:
     check(SLOW[name], rtol=1e-4, atol=1e-5)
+
+
+def test_gru_cell_on_vulkan(gpu) -> None:
+    """A sample on the Vulkan device: two GRUCell steps and their gradients."""
+
+    def scenario(m):
+        cell = fill_ramp(m, m.nn.GRUCell(3, 2))
+        x = m.tensor(rnd(2, 3), requires_grad=True)
+        h = cell(x, cell(x))
+        h.sum().backward()
+        return h, x.grad, cell.weight_hh.grad
+
+    check(on_device(gpu, scenario), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.exhaustive
+def test_lstm_and_transformer_on_vulkan(gpu) -> None:
+    """A sample on the Vulkan device: a bidirectional two-layer LSTM with projections over a packed batch, and
+    a norm-first encoder layer with a padding mask, with their gradients."""
+
+    def scenario(m):
+        lstm = fill_ramp(m, m.nn.LSTM(4, 3, 2, bidirectional=True, proj_size=2, batch_first=True))
+        x = m.tensor(rnd(3, 5, 4), requires_grad=True)
+        packed = m.nn.utils.rnn.pack_padded_sequence(x, [5, 3, 2], batch_first=True)
+        out, (h, c) = lstm(packed)
+        layer = fill_ramp(m, m.nn.TransformerEncoderLayer(4, 2, 8, 0.0, "gelu", batch_first=True, norm_first=True))
+        mask = m.tensor([[False] * 5, [False] * 3 + [True] * 2, [False] * 2 + [True] * 3])
+        y = layer(x, src_key_padding_mask=mask)
+        (out.data.sum() + h.sum() + c.sum() + y.sum()).backward()
+        return out.data, h, c, y, x.grad, [p.grad for p in lstm.parameters()]
+
+    check(on_device(gpu, scenario), rtol=1e-4, atol=1e-5)

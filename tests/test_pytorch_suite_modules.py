@@ -2385,6 +2385,56 @@ def transformer_layers_empty_batch(m):
     return out
 
 
+@slow
+def activations_propagate_nan(m):
+    F = m.nn.functional
+    x = m.tensor([float("nan")])
+    out = []
+    for name, args, kwargs in (
+        ("relu", (), {}),
+        ("relu6", (), {}),
+        ("elu", (), {}),
+        ("selu", (), {}),
+        ("celu", (), {}),
+        ("hardtanh", (), {}),
+        ("tanh", (), {}),
+        ("sigmoid", (), {}),
+        ("logsigmoid", (), {}),
+        ("hardshrink", (), {}),
+        ("tanhshrink", (), {}),
+        ("softsign", (), {}),
+        ("softmin", (0,), {}),
+        ("softmax", (0,), {}),
+        ("log_softmax", (0,), {}),
+        ("leaky_relu", (0.2,), {}),
+        ("threshold", (3, 2), {}),
+        ("threshold", (3, 2), {"inplace": True}),
+    ):
+        fn = getattr(F, name) if hasattr(F, name) else getattr(m, name)
+        out.append((name, math.isnan(fn(x.clone(), *args, **kwargs).item())))
+    return out
+
+
+@slow
+def upsampling_nearest_modules(m):
+    out = []
+    for mode in ("nearest", "nearest-exact"):
+        up = m.nn.Upsample(size=4, mode=mode)
+        out.append((up(m.ones(1, 1, 2)), up(m.ones(1, 1, 2, dtype=m.uint8)), repr(up)))
+        for fmt in (m.contiguous_format, m.channels_last):
+            x = m.ones(1, 2, 2, 1).contiguous(memory_format=fmt).requires_grad_()
+            y = m.nn.functional.interpolate(x, size=(4, 2), mode=mode)
+            y.backward(m.tensor(rnd(1, 2, 4, 2)))
+            out.append((y, y.is_contiguous(memory_format=fmt), x.grad))
+        for isize, osize in ((20, 11), (10, 15)):
+            x = m.arange(isize, dtype=m.float).unsqueeze(0).unsqueeze(0)
+            out.append(m.nn.functional.interpolate(x, size=(osize,), recompute_scale_factor=False, mode=mode))
+    x = m.arange(20, dtype=m.float).unsqueeze(0).unsqueeze(0)
+    for s in (1.00001, 2.00001):
+        out.append(m.nn.functional.interpolate(x, scale_factor=s, recompute_scale_factor=False, mode="nearest-exact"))
+    return out
+
+
 # Where vkml still differs from PyTorch, and why (strict: a fix makes the test fail until it leaves this list)
 KNOWN = {
     "view_of_param_after_double": "views of a parameter taken before module.double() follow its new storage "

@@ -631,7 +631,10 @@ def interpolate(
     if mode in ("nearest", "nearest-exact"):
         exact = mode == "nearest-exact"
         picks = {2 + k: _nearest_taps(s, o, f, exact, dim) for k, (s, o, f) in enumerate(zip(spatial, out, scales))}
-        return FL._fresh(_gather_repeats(input, picks), input)
+        out = FL._fresh(_gather_repeats(input, picks), input)
+        # an integer factor gathers by an expand: a view with zero strides, where PyTorch's result is contiguous
+        # (in the input's channels-last format, if it has one)
+        return FL._memory_format.keep(out.clone() if out._base is not None else out, input)
     taps = _cubic_taps if mode == "bicubic" else _linear_taps
     if antialias:
         taps = functools.partial(_antialias_taps, mode=mode)

@@ -2435,6 +2435,84 @@ def upsampling_nearest_modules(m):
     return out
 
 
+@slow
+def batchnorm_eval_affine_simple_average(m):
+    out = []
+    for ndim in (2, 3):
+        bn = m.nn.BatchNorm1d(3).eval()
+        x = m.tensor(np.abs(rnd(*[3] * ndim)), requires_grad=True)
+        g = m.tensor(np.abs(rnd(*[3] * ndim, seed=1)))
+        bn(x).backward(g)
+        first = x.grad.clone()
+        x.grad.zero_()
+        y = bn(x)
+        y.backward(g)
+        out.append((y, first, x.grad))
+        plain, affine = m.nn.BatchNorm1d(3, affine=False), m.nn.BatchNorm1d(3, affine=True)
+        with m.no_grad():
+            affine.weight.fill_(1.0)
+            affine.bias.zero_()
+        out.append((affine(x), plain(x)))
+    bn = m.nn.BatchNorm1d(3, track_running_stats=False)
+    x = m.tensor(rnd(4, 3), requires_grad=True)
+    a = bn(x)
+    bn.eval()
+    out.append((a, bn(x)))
+    bn = m.nn.BatchNorm1d(3, momentum=None)
+    d1, d2 = m.tensor(np.abs(rnd(4, 3, seed=2))), m.tensor(np.abs(rnd(4, 3, seed=3)))
+    r1 = bn(d1)
+    stats1 = (bn.running_mean.clone(), bn.running_var.clone())
+    bn.reset_running_stats()
+    out.append((bn.running_mean.clone(), bn.running_var.clone(), bn.num_batches_tracked.clone()))
+    r2 = bn(d2)
+    stats2 = (bn.running_mean.clone(), bn.running_var.clone())
+    bn.reset_running_stats()
+    r3, r4 = bn(d1), bn(d2)
+    out.append((r1, r2, r3, r4, stats1, stats2, bn.running_mean, bn.running_var))
+    return out
+
+
+@slow
+def layer_norm_none_weight_or_bias(m):
+    x = m.tensor(rnd(1, 5, 8) * 0.1)
+    data = m.tensor(rnd(8, seed=1))
+    return (
+        m.layer_norm(x, (8,), None, data, 1e-5),
+        m.layer_norm(x, (8,), m.ones(8), data, 1e-5),
+        m.layer_norm(x, (8,), data, None, 1e-5),
+        m.layer_norm(x, (8,), data, m.zeros(8), 1e-5),
+    )
+
+
+@slow
+def hardswish_grad_corners(m):
+    out = []
+    for scalar in (3, -3):
+        x = (m.ones(1, 3, 3, 1) * scalar).requires_grad_()
+        y = m.nn.Hardswish()(x)
+        y.backward(m.ones_like(y))
+        out.append((y, x.grad))
+    return out
+
+
+@slow
+def grid_sample_nan_inf(m):
+    x = m.zeros(1, 1, 3, 3)
+    grid = m.tensor([[[[float("nan"), 0], [0, float("inf")]]]])
+    return [
+        m.nn.functional.grid_sample(x, grid, mode="nearest", padding_mode=pm, align_corners=False)
+        for pm in ("reflection", "border", "zeros")
+    ]
+
+
+@slow
+def ctc_loss_empty_target(m):
+    lp = m.nn.functional.log_softmax(m.tensor(rnd(6, 3, 5)), 2)
+    a = m.nn.functional.ctc_loss(lp, m.zeros(0, dtype=m.long), [6, 6, 6], [0, 0, 0], reduction="none")
+    b = m.nn.functional.ctc_loss(lp, m.tensor([1, 2, 3]), [6, 6, 6], [0, 3, 0], reduction="none")
+    return a, -lp.sum(0)[:, 0], b
+
+
 # Where vkml still differs from PyTorch, and why (strict: a fix makes the test fail until it leaves this list)
 KNOWN = {
     "view_of_param_after_double": "views of a parameter taken before module.double() follow its new storage "

@@ -1647,6 +1647,9 @@ def _index_view(input, starts: tuple, stops: tuple, steps: tuple, shape: tuple |
 def constant_pad_nd(input, pad, value=0.0):
     """Pad with ``value`` (a view: no copy); ``pad`` lists (before, after) amounts from the last dim back.
 
+    Where nothing grows (zero or negative amounts only) the result is a copy: as PyTorch's, it never
+    shares ``input``'s storage.
+
     As PyTorch's ``constant_pad_nd``: ``pad = (left, right)`` pads the last dim,
     ``(left, right, top, bottom)`` the last two; negative amounts crop.
 
@@ -1677,7 +1680,9 @@ def constant_pad_nd(input, pad, value=0.0):
         # that never takes it (a pad view of an empty buffer would load element 0, which it has not)
         link = expand(cast(sum(cropped), node.dtype), *padded.shape)  # (a bool or int sum is int64)
         return where(_wrap(lazy.const_node(True, T.bool_, padded.shape, node.device)), value, link)
-    if value == 0 or padded is cropped:
+    if padded is cropped:  # nothing grew: input itself or a crop of it, which PyTorch returns as a copy
+        return clone(padded)
+    if value == 0:
         return padded
     inside = _view(_wrap(lazy.const_node(True, T.bool_, cropped.shape, node.device)), lambda st: st.pad(grow))
     return where(inside, padded, value)

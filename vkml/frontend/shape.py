@@ -1453,6 +1453,8 @@ def pad_nd(input, pad, mode: str):
         for d, before, after in amounts:
             if before > node.shape[d] or after > node.shape[d]:
                 raise RuntimeError("'pad': Padding value causes wrapping around more than once.")
+            if node.shape[d] + before + after < 0:
+                raise RuntimeError("'pad': Negative padding value is resulting in an empty dimension")
     first = 1 if nd == k + 2 else 0  # a batch dim may be empty; the others may not
     if any(node.shape[d] == 0 for d in range(first, nd)):
         raise RuntimeError(
@@ -1460,15 +1462,17 @@ def pad_nd(input, pad, mode: str):
             f"dimensions for input, but got: {list(node.shape)}"
         )
     if mode == "reflect":
-        for d, before, after in amounts:
+        for i, (d, before, after) in enumerate(amounts):
             if before >= node.shape[d] or after >= node.shape[d]:
-                raise RuntimeError(
-                    f"'pad': Argument #4: Padding size should be less than the corresponding input dimension, but got: "
-                    f"padding ({before}, {after}) at dimension {d} of input {list(node.shape)}"
+                raise RuntimeError(  # PyTorch numbers the width's argument 4, the height's 6, the depth's 8
+                    f"'pad': Argument #{4 + 2 * i}: Padding size should be less than the corresponding input "
+                    f"dimension, but got: padding ({before}, {after}) at dimension {d} of input {list(node.shape)}"
                 )
     out = input
     for d, before, after in amounts:
         out = _pad_dim(out, d, before, after, mode)
+    if out is input or out._base is not None:  # no padding, or a crop: PyTorch's result is a copy all the same
+        out = F.clone(out)
     return out
 
 

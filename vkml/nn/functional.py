@@ -97,6 +97,8 @@ def pad(input, pad, mode: str = "constant", value: float | None = None):
 
     Mode 'constant' is a view, not a copy: the padding is index arithmetic in the kernel that
     reads it; negative amounts crop. Same as ``vkml.constant_pad_nd`` (docs/ops/constant_pad_nd.md).
+    Where nothing grows (zero or negative amounts) every mode gives a copy: as PyTorch's, the
+    result never shares the input's storage.
 
     >>> pad(vkml.tensor([[1.0]]), (1, 1)).tolist()  # doctest: +SKIP
     [[0.0, 1.0, 0.0]]
@@ -124,10 +126,15 @@ def linear(input, weight, bias=None):
     >>> linear(vkml.ones(2, 3), vkml.ones(4, 3)).shape  # doctest: +SKIP
     (2, 4)
     """
-    if bias is not None:  # PyTorch's addmm checks, before matmul's (vkml/frontend/dtype_info.py)
+    if bias is not None:
         recorded = _linear_recorded(input, weight, bias)
         if recorded is not None:
             return recorded
+    if getattr(input, "ndim", 1) == 0 or getattr(weight, "ndim", 1) == 0:
+        raise RuntimeError(
+            f"both arguments to linear need to be at least 1D, but they are {input.ndim}D and {weight.ndim}D"
+        )
+    if bias is not None:  # PyTorch's addmm checks, before matmul's (vkml/frontend/dtype_info.py)
         _linear_dtypes(input, weight, bias)
         if _adds_bias_before_rounding(input, weight, bias):
             wide = T.float32  # float16/bfloat16 products are exact in float32: the sums are the half matmul's
@@ -524,6 +531,8 @@ def cross_entropy(
                 return total if reduction == "sum" else total / (input.numel() // num_classes)
             loss = -terms.sum(1)
             return functions.squeeze(loss, 0) if unbatched else loss
+        if num_classes == 0 and reduction == "mean":  # PyTorch divides the sum by numel / C: 0 / 0 here
+            return -(target * weighted).sum() * float("nan")
         loss = -(target * weighted).sum(1)
         count = None
     else:

@@ -1286,6 +1286,12 @@ def _blocks(op, spatial, kernel_size, dilation, padding, stride):
     out = tuple(
         (s + 2 * p - d * (k - 1) - 1) // st + 1 for s, p, d, k, st in zip(spatial, padding, dilation, kernel, stride)
     )
+    if any(o < 1 for o in out) and op == "fold":  # PyTorch's col2im words it otherwise than im2col
+        raise RuntimeError(
+            f"'fold': Given output_size={tuple(spatial)}, kernel_size={kernel}, dilation={dilation}, "
+            f"padding={padding}, stride={stride}, calculated shape of the array of sliding blocks as {out}, which is "
+            "too small (non-positive)"
+        )
     if any(o < 1 for o in out):
         raise RuntimeError(
             f"'{op}': Given input with spatial size {tuple(spatial)}, kernel_size={kernel}, dilation={dilation}, "
@@ -1303,9 +1309,10 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     >>> unfold(vkml.ones(1, 2, 3, 3), 2).shape  # doctest: +SKIP
     (1, 8, 4)
     """
-    if input.ndim not in (3, 4):
+    if input.ndim not in (3, 4) or 0 in input.shape[input.ndim - 3 :]:  # only a batch may be empty
         raise RuntimeError(
-            f"'unfold': Expected 3D or 4D (batch mode) tensor, but got input of size {list(input.shape)}"
+            "'unfold': Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+            f"dimensions for input, but got: {list(input.shape)}"
         )
     unbatched = input.ndim == 3
     x = functions.unsqueeze(input, 0) if unbatched else input

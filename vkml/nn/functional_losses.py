@@ -212,7 +212,11 @@ def binary_cross_entropy_with_logits(
     """
     reduction = F.legacy_reduction(size_average, reduce, reduction)
     _check_reduction("binary_cross_entropy_with_logits", reduction)
-    _same_size("binary_cross_entropy_with_logits", input, target)
+    if tuple(target.shape) != tuple(input.shape):  # PyTorch words this op's check otherwise than BCE's
+        raise ValueError(
+            f"'binary_cross_entropy_with_logits': Target size ({target.shape}) must be the same as input size "
+            f"({input.shape})"
+        )
     if not input.dtype.is_float:
         raise NotImplementedError(
             f"\"binary_cross_entropy_with_logits\" not implemented for '{scalar_type_name(input.dtype)}'"

@@ -236,7 +236,8 @@ def multi_head_attention_forward(
             keep = vkrandom.keep_mask(weights.shape, dropout_p, weights.device)
             weights = functions.where(keep, weights * (1.0 / (1.0 - dropout_p)), 0.0)
         out = functions.matmul(weights, v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-        out = F.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+        out = F.linear(out, out_proj_weight, out_proj_bias)
+        out = out.reshape(tgt_len, bsz, out.shape[-1])  # sizes spelled out: an empty batch infers no -1
         weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
         if average_attn_weights:
             weights = functions.mean(weights, 1)
@@ -247,9 +248,10 @@ def multi_head_attention_forward(
         if attn_mask.shape[0] == 1 and attn_mask.ndim == 3:
             attn_mask = attn_mask.unsqueeze(0)
         else:
-            attn_mask = attn_mask.reshape(bsz, num_heads, -1, src_len)
+            attn_mask = attn_mask.reshape(bsz, num_heads, attn_mask.shape[-2], src_len)
     q4, k4, v4 = (t.reshape(bsz, num_heads, t.shape[1], head_dim) for t in (q, k, v))
     out = scaled_dot_product_attention(q4, k4, v4, attn_mask, dropout_p, is_causal)
     out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
-    out = F.linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+    out = F.linear(out, out_proj_weight, out_proj_bias)
+    out = out.reshape(tgt_len, bsz, out.shape[-1])  # sizes spelled out: an empty batch infers no -1
     return (out.squeeze(1) if not batched else out), None

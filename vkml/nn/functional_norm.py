@@ -551,6 +551,10 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
     """
     if input.ndim < 2:
         raise RuntimeError(f"'group_norm': Expected at least 2 dimensions for input tensor but received {input.ndim}")
+    # PyTorch's _verify_batch_size over (N·C/G, G, *spatial): a group of one value has no variance
+    verified = [input.shape[0] * input.shape[1] // num_groups, num_groups, *input.shape[2:]]
+    if math.prod(verified[:1] + verified[2:]) == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size {verified}")
     if input.shape[1] % num_groups:
         raise RuntimeError(
             "'group_norm': Expected number of channels in input to be divisible by num_groups, but got input of "
@@ -567,7 +571,10 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
     x = functions.reshape(_float(input), input.shape[0], num_groups, group_size)
     out, _, _ = _normalized(x, (2,), eps)
     out = _affine(functions.reshape(out, *input.shape), weight, bias, _channel_shape(input))
-    return out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out
+    out = out.to(input.dtype) if input.dtype in (T.float16, T.bfloat16) else out
+    if _memory_format.ACTIVE and out._base is None:  # PyTorch's group norm keeps a channels-last input's layout
+        _memory_format.mark(out, _memory_format.format_of(input))
+    return out
 
 
 def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):

@@ -631,7 +631,10 @@ def interpolate(
     if mode in ("nearest", "nearest-exact"):
         exact = mode == "nearest-exact"
         picks = {2 + k: _nearest_taps(s, o, f, exact, dim) for k, (s, o, f) in enumerate(zip(spatial, out, scales))}
-        return FL._fresh(_gather_repeats(input, picks), input)
+        out = FL._fresh(_gather_repeats(input, picks), input)
+        # an integer factor gathers by an expand: a view with zero strides, where PyTorch's result is contiguous
+        # (in the input's channels-last format, if it has one)
+        return FL._memory_format.keep(out.clone() if out._base is not None else out, input)
     taps = _cubic_taps if mode == "bicubic" else _linear_taps
     if antialias:
         taps = functools.partial(_antialias_taps, mode=mode)
@@ -824,12 +827,12 @@ def affine_grid(theta, size, align_corners=None):
     if not isinstance(theta, functions._tensor.Tensor):
         raise TypeError(f"'affine_grid': theta must be a vkml.Tensor, got {type(theta).__name__}")
     if not theta.dtype.is_float:
-        raise ValueError(f"'affine_grid': Expected theta to have floating point type, but got {theta.dtype.name}")
+        raise ValueError(f"'affine_grid': Expected theta to have floating point type, but got {theta.dtype}")
     given, size = size, [int(s) for s in size]
     if len(size) not in (4, 5):
         raise NotImplementedError(
             "'affine_grid': affine_grid only supports 4D and 5D sizes, for 2D and 3D affine transforms, "
-            f"respectively. Got size {size}."
+            f"respectively. Got size {given}."
         )
     n = len(size) - 2
     if theta.ndim != 3 or tuple(theta.shape[1:]) != (n, n + 1):
@@ -955,10 +958,12 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
     for name, t in (("input", input), ("grid", grid)):
         if not isinstance(t, functions._tensor.Tensor):
             raise TypeError(f"'grid_sample': {name} must be a vkml.Tensor, got {type(t).__name__}")
-    if input.ndim not in (4, 5) or grid.ndim != input.ndim:
+    # PyTorch's checks in its order: batch size, the grid's last dim, empty spatial dims, bicubic on 5-D, the
+    # ranks, then the dtypes
+    if input.ndim < 1 or grid.ndim < 1 or grid.shape[0] != input.shape[0]:
         raise RuntimeError(
-            f"'grid_sample': grid_sampler(): expected 4D or 5D input and grid with same number of dimensions, but "
-            f"got input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}"
+            "'grid_sample': grid_sampler(): expected grid and input to have same batch size, but got input with "
+            f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}"
         )
     n = input.ndim - 2
     if grid.shape[-1] != n:
@@ -966,10 +971,19 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
             f"'grid_sample': grid_sampler(): expected grid to have size {n} in last dimension, but got grid with "
             f"sizes {list(grid.shape)}"
         )
-    if grid.shape[0] != input.shape[0]:
+    for dim in range(2, input.ndim):
+        if input.shape[dim] == 0:
+            raise RuntimeError(
+                f"'grid_sample': grid_sampler(): expected input to have non-empty spatial dimensions, but input has "
+                f"sizes {list(input.shape)} with dimension {dim} being empty"
+            )
+    if mode == "bicubic" and input.ndim == 5:
+        raise RuntimeError("'grid_sample': grid_sampler(): bicubic interpolation only supports 4D input")
+    if input.ndim != 4 and not (input.ndim == 5 and grid.ndim == 5) or grid.ndim != input.ndim:
+        rank = 4 if input.ndim == 4 else 5
         raise RuntimeError(
-            "'grid_sample': grid_sampler(): expected grid and input to have same batch size, but got input with "
-            f"sizes {list(input.shape)} and grid with sizes {list(grid.shape)}"
+            f"'grid_sample': grid_sampler(): expected {rank}D input and grid with same number of dimensions, but "
+            f"got input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}"
         )
     if mode == "bicubic" and n != 2:
         raise RuntimeError("'grid_sample': grid_sampler(): bicubic interpolation only supports 4D input")
@@ -979,11 +993,6 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
             f"input has {input.dtype.name} and grid has {grid.dtype.name}"
         )
     spatial = tuple(input.shape[2:])
-    if any(s == 0 for s in spatial):
-        raise RuntimeError(
-            f"'grid_sample': grid_sampler(): expected input to have non-empty spatial dimensions, but input has "
-            f"sizes {list(input.shape)}"
-        )
     batch_shape = tuple(input.shape[:2])
     # coords[k]: the coordinate along spatial dim k, (N, *out); the grid lists x (the last dim) first
     coords = [_unnormalize(grid[..., n - 1 - k], spatial[k], align_corners) for k in range(n)]

@@ -26,6 +26,7 @@ does this is ``_set_data``.
 from __future__ import annotations
 
 import functools
+import inspect
 import sys
 import warnings
 from collections import OrderedDict
@@ -406,7 +407,18 @@ class Module:
     # and converts older checkpoints (BatchNorm's 2 added ``num_batches_tracked``), as in PyTorch
     _version: int = 1
 
-    def __init__(self) -> None:
+    # Whether __init__ hands its arguments on to the next class in the MRO (a mixin listed after Module)
+    call_super_init: bool = False
+
+    def __init__(self, *args, **kwargs) -> None:
+        if not self.call_super_init and kwargs:
+            raise TypeError(
+                f"{type(self).__name__}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'"
+            )
+        if not self.call_super_init and args:
+            raise TypeError(
+                f"{type(self).__name__}.__init__() takes 1 positional argument but {len(args) + 1} were given"
+            )
         # Set through object.__setattr__: our own __setattr__ reads these tables.
         object.__setattr__(self, "training", True)
         object.__setattr__(self, "_parameters", OrderedDict())
@@ -428,6 +440,8 @@ class Module:
             "_load_state_dict_post_hooks",
         ):
             object.__setattr__(self, table, OrderedDict())
+        if self.call_super_init:
+            super().__init__(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required "forward" function')
@@ -648,7 +662,7 @@ class Module:
         elif isinstance(value, Buffer):
             if params is None:
                 raise AttributeError("cannot assign buffer before Module.__init__() call")
-            self.register_buffer(name, value, value.persistent)
+            self._register_assigned_buffer(name, value, value.persistent)
         elif params is not None and name in self._buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(
@@ -659,6 +673,22 @@ class Module:
             )
         else:
             object.__setattr__(self, name, value)
+
+    def _register_assigned_buffer(self, name: str, value: Buffer, persistent: bool) -> None:
+        """``self.name = Buffer(...)``: through register_buffer, which a subclass may override without the
+        ``persistent`` argument (then only persistent buffers can be assigned, as in PyTorch)."""
+        if (
+            type(self).register_buffer is Module.register_buffer
+            or "persistent" in inspect.signature(self.register_buffer).parameters
+        ):
+            self.register_buffer(name, value, persistent)
+        elif not persistent:
+            raise RuntimeError(
+                "Registering a non-persistent buffer on a Module subclass that implements register_buffer() "
+                "without the persistent argument is not allowed."
+            )
+        else:
+            self.register_buffer(name, value)
 
     def _forget(self, name: str, keep: str) -> None:
         """Drop ``name`` from the plain attributes and from every table but ``keep``."""
@@ -975,7 +1005,7 @@ class Module:
         for hook in list(self.__dict__.get("_load_state_dict_pre_hooks", {}).values()):
             hook(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys, error_msgs)
         loads, extras = _LOAD_WALKS[-1] if _LOAD_WALKS else ([], [])
-        if self._has_extra_state() and prefix + "_extra_state" not in state_dict:
+        if self._takes_extra_state() and prefix + "_extra_state" not in state_dict:
             missing_keys.append(prefix + "_extra_state")
         local = self._local_state()
         for name, target in local.items():
@@ -1013,7 +1043,7 @@ class Module:
             if not key.startswith(prefix):
                 continue
             head, dot, _ = key[len(prefix) :].partition(".")
-            if not dot and head == "_extra_state" and self._has_extra_state():
+            if not dot and head == "_extra_state" and self._takes_extra_state():
                 extras.append((self, state_dict[key]))
             elif strict and ((dot and head not in self._modules) or (not dot and head not in local)):
                 unexpected_keys.append(key)
@@ -1155,6 +1185,11 @@ class Module:
     def _has_extra_state(self) -> bool:
         return type(self).get_extra_state is not Module.get_extra_state
 
+    def _takes_extra_state(self) -> bool:
+        """Whether load_state_dict expects ``"_extra_state"``: PyTorch asks set_extra_state's override, so a
+        module with only get_extra_state reports the key as unexpected, one with only set_extra_state as missing."""
+        return type(self).set_extra_state is not Module.set_extra_state
+
     def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
         """Put ``module`` at dotted path ``target``; ``strict``: the last name must already exist."""
         if not target:
@@ -1291,6 +1326,8 @@ class Module:
     def _parse_to(args: tuple, kwargs: dict):
         device, dtype = kwargs.pop("device", None), kwargs.pop("dtype", None)
         kwargs.pop("non_blocking", None)
+        if "copy" in kwargs:
+            raise RuntimeError(".to() does not accept copy argument")
         # PyTorch converts the 4-D (5-D) parameters to the format (Module.to; memory_format.py)
         memory_format.check("to", kwargs.pop("memory_format", None))
         if kwargs:

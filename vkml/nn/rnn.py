@@ -529,7 +529,7 @@ class _RNNBase(Module):
             text += ", bidirectional=True"
         return text
 
-    def _initial(self, h, batch: int, batched: bool, x, width: int | None = None):
+    def _initial(self, h, batch: int, batched: bool, x, width: int | None = None, which: str = "hidden"):
         directions = 2 if self.bidirectional else 1
         want = (self.num_layers * directions, batch, width or self.hidden_size)
         if h is None:
@@ -542,7 +542,7 @@ class _RNNBase(Module):
         if not batched:
             h = functions.unsqueeze(h, 1)
         if tuple(h.shape) != want:
-            raise RuntimeError(f"Expected hidden size {want}, got {tuple(h.shape)}")
+            raise RuntimeError(f"Expected {which} size {want}, got {list(h.shape)}")
         return h
 
     def _run_packed(self, packed, hx):
@@ -604,9 +604,16 @@ class _RNNBase(Module):
         if steps == 0:
             raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         lstm = self.mode == "LSTM"
-        h0 = self._initial(hx[0] if lstm and hx is not None else hx, batch, batched, x, self.proj_size)
+        h0 = self._initial(
+            hx[0] if lstm and hx is not None else hx,
+            batch,
+            batched,
+            x,
+            self.proj_size,
+            "hidden[0]" if lstm else "hidden",
+        )
         if lstm and hx is not None:
-            c0 = self._initial(hx[1], batch, batched, x)
+            c0 = self._initial(hx[1], batch, batched, x, which="hidden[1]")
         elif lstm and self.proj_size:
             c0 = self._initial(None, batch, batched, x)
         else:
@@ -710,6 +717,14 @@ class RNNBase(_RNNBase):
             del self.nonlinearity  # PyTorch's base keeps only the mode
 
 
+def _no_projection(name: str, kwargs: dict) -> None:
+    """RNN's and GRU's refusal of LSTM's ``proj_size`` (in PyTorch's words), and of any other extra keyword."""
+    if "proj_size" in kwargs:
+        raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+    if kwargs:
+        raise TypeError(f"{name}.__init__() got an unexpected keyword argument '{next(iter(kwargs))}'")
+
+
 class RNN(RNNBase):
     """Elman RNN: h_t = tanh (or relu)(x_t W_ihᵀ + b_ih + h_{t-1} W_hhᵀ + b_hh). Returns (output, h_n)."""
 
@@ -727,7 +742,9 @@ class RNN(RNNBase):
         bidirectional: bool = False,
         device=None,
         dtype=None,
+        **kwargs,
     ):
+        _no_projection(type(self).__name__, kwargs)
         _RNNBase.__init__(
             self,
             input_size,
@@ -807,7 +824,9 @@ class GRU(RNNBase):
         bidirectional: bool = False,
         device=None,
         dtype=None,
+        **kwargs,
     ):
+        _no_projection(type(self).__name__, kwargs)
         _RNNBase.__init__(
             self,
             input_size,

@@ -12,6 +12,7 @@ gives torch's outputs within float32 rounding (tests/test_nn_transformer.py).
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable
 
 from ..frontend import creation
@@ -20,7 +21,7 @@ from . import functional as F
 from . import init
 from .attention import MultiheadAttention
 from .containers import ModuleList
-from .layers import Dropout, LayerNorm, Linear
+from .layers import GELU, Dropout, LayerNorm, Linear, ReLU
 from .module import Module
 
 
@@ -78,6 +79,13 @@ class TransformerEncoderLayer(Module):
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.activation = _activation(activation)
+        # PyTorch's fast-path flag (1: relu, 2: gelu, 0: another activation), which TransformerEncoder reads
+        if self.activation is F.relu or isinstance(self.activation, ReLU):
+            self.activation_relu_or_gelu = 1
+        elif self.activation is F.gelu or isinstance(self.activation, GELU):
+            self.activation_relu_or_gelu = 2
+        else:
+            self.activation_relu_or_gelu = 0
 
     def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
         x = src
@@ -187,6 +195,17 @@ class TransformerEncoder(Module):
         self.layers = _clones(encoder_layer, num_layers)
         self.num_layers = num_layers
         self.norm = norm
+        # PyTorch's nested-tensor fast path (vkml has none: the flags are kept for code that reads them, and
+        # PyTorch's warning when the layer rules the path out)
+        self.enable_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = enable_nested_tensor
+        self.mask_check = mask_check
+        why_not = _why_not_nested(encoder_layer)
+        if enable_nested_tensor and why_not:
+            warnings.warn(
+                f"enable_nested_tensor is True, but self.use_nested_tensor is False because {why_not}", stacklevel=2
+            )
+            self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal: bool | None = None):
         # is_causal=None means "not known": the mask is applied as given either way, so it acts as False.
@@ -194,6 +213,26 @@ class TransformerEncoder(Module):
         for layer in self.layers:
             out = layer(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask, is_causal=bool(is_causal))
         return self.norm(out) if self.norm is not None else out
+
+
+def _why_not_nested(layer) -> str:
+    """Why PyTorch's TransformerEncoder cannot use its nested-tensor path with ``layer`` ('' if it can)."""
+    if not isinstance(layer, TransformerEncoderLayer):
+        return "encoder_layer was not TransformerEncoderLayer"
+    attn = layer.self_attn
+    reasons = (
+        (layer.norm_first, "encoder_layer.norm_first was True"),
+        (
+            not attn.batch_first,
+            "encoder_layer.self_attn.batch_first was not True(use batch_first for better inference performance)",
+        ),
+        (not attn._qkv_same_embed_dim, "encoder_layer.self_attn._qkv_same_embed_dim was not True"),
+        (attn.in_proj_bias is None, "encoder_layer.self_attn was passed bias=False"),
+        (not layer.activation_relu_or_gelu, "encoder_layer.activation_relu_or_gelu was not True"),
+        (layer.norm1.eps != layer.norm2.eps, "encoder_layer.norm1.eps was not equal to encoder_layer.norm2.eps"),
+        (attn.num_heads % 2 == 1, "encoder_layer.self_attn.num_heads is odd"),
+    )
+    return next((reason for failed, reason in reasons if failed), "")
 
 
 class TransformerDecoder(Module):

@@ -11,6 +11,9 @@ load both ways:
   each forward runs ``n_power_iterations`` steps and updates the buffers ``<name>_u`` and
   ``<name>_v`` in place; in eval mode it uses them as they are. The first ``u`` is drawn from
   vkml's generator (PyTorch's generator differs: load a state dict for PyTorch's exact values).
+  Its state dict records ``{"<name>.version": 1}`` under ``_metadata[prefix]["spectral_norm"]``, and a
+  state dict of the older format (no such entry, the weight saved and ``<name>_v`` not) loads as in
+  PyTorch: ``v`` is solved from ``weight_orig``, ``u`` and the saved weight.
 
 >>> import vkml
 >>> import warnings; warnings.simplefilter("ignore", FutureWarning)
@@ -26,6 +29,7 @@ import warnings
 from ...frontend import operators as F
 from ...frontend import shape
 from ...frontend.autograd import no_grad
+from ...frontend.dense_linalg import pinverse
 from ...frontend.random import randn
 from ..module import Parameter, is_lazy
 
@@ -126,6 +130,9 @@ def _normalize(x, eps: float):
 class SpectralNorm:
     """The pre-hook ``spectral_norm`` installs (PyTorch's class name)."""
 
+    # the state dict format's version, recorded in its metadata: 1 has ``<name>_v`` and no plain weight
+    _version: int = 1
+
     def __init__(self, name: str, n_power_iterations: int, dim: int, eps: float):
         if n_power_iterations <= 0:
             raise ValueError(
@@ -178,11 +185,42 @@ class SpectralNorm:
         module.register_buffer(name + "_u", u)
         module.register_buffer(name + "_v", v)
         module.register_forward_pre_hook(fn)
+        # objects of module-level classes, not bound methods or closures: the module stays picklable
+        module.register_state_dict_post_hook(SpectralNormStateDictHook(fn))
+        module.register_load_state_dict_pre_hook(SpectralNormLoadStateDictPreHook(fn))
         return fn
+
+    def upgrade_state_dict(self, state_dict, prefix: str, local_metadata: dict) -> None:
+        """A state dict saved before version 1 holds the normalized weight and no ``<name>_v``: solve ``v``
+        so that ``u^T W v`` gives back that weight's sigma (PyTorch's load pre-hook)."""
+        version = local_metadata.get("spectral_norm", {}).get(self.name + ".version", None)
+        if version is not None and version >= 1:
+            return
+        key = prefix + self.name
+        if version is None and key not in state_dict and all(key + s in state_dict for s in ("_orig", "_u", "_v")):
+            return  # a state dict made by hand in the current format, without the metadata
+        if not all(k in state_dict for k in (key, key + "_orig", key + "_u")):
+            return  # load_state_dict reports what is missing
+        with no_grad():
+            weight_orig = state_dict[key + "_orig"]
+            weight = state_dict.pop(key)
+            sigma = F.mean(weight_orig / weight)
+            matrix = self.reshape_weight_to_matrix(weight_orig)
+            u = state_dict[key + "_u"]
+            gram_inverse = pinverse(F.matmul(F.transpose(matrix, 0, 1), matrix))
+            v = F.matmul(F.matmul(gram_inverse, F.transpose(matrix, 0, 1)), u.unsqueeze(1)).squeeze(1)
+            state_dict[key + "_v"] = v * (sigma / F.sum(u * shape.mv(matrix, v)))
 
     def remove(self, module) -> None:
         with no_grad():
             weight = self.compute_weight(module, do_power_iteration=False).detach().clone()
+        for table, kind in (
+            (module._state_dict_hooks, SpectralNormStateDictHook),
+            (module._load_state_dict_pre_hooks, SpectralNormLoadStateDictPreHook),
+        ):
+            for key, hook in list(table.items()):
+                if isinstance(hook, kind) and hook.fn.name == self.name:
+                    del table[key]
         del module._parameters[self.name + "_orig"]
         del module._buffers[self.name + "_u"]
         del module._buffers[self.name + "_v"]
@@ -191,6 +229,30 @@ class SpectralNorm:
 
     def __call__(self, module, inputs) -> None:
         object.__setattr__(module, self.name, self.compute_weight(module, do_power_iteration=module.training))
+
+
+class SpectralNormStateDictHook:
+    """state_dict hook: the format's version under ``local_metadata["spectral_norm"]``, as PyTorch's."""
+
+    def __init__(self, fn: SpectralNorm):
+        self.fn = fn
+
+    def __call__(self, module, state_dict, prefix: str, local_metadata: dict) -> None:
+        versions = local_metadata.setdefault("spectral_norm", {})
+        key = self.fn.name + ".version"
+        if key in versions:
+            raise RuntimeError(f"Unexpected key in metadata['spectral_norm']: {key}")
+        versions[key] = self.fn._version
+
+
+class SpectralNormLoadStateDictPreHook:
+    """load_state_dict pre-hook: converts a state dict of the format before version 1."""
+
+    def __init__(self, fn: SpectralNorm):
+        self.fn = fn
+
+    def __call__(self, module, state_dict, prefix: str, local_metadata: dict, *unused) -> None:
+        self.fn.upgrade_state_dict(state_dict, prefix, local_metadata)
 
 
 def spectral_norm(module, name: str = "weight", n_power_iterations: int = 1, eps: float = 1e-12, dim=None):

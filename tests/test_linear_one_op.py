@@ -98,3 +98,31 @@ def test_linear_as_one_op_keeps_pytorchs_graph_and_version_check(gpu):
         layer.weight.mul_(2.0)  # the weight the gradient reads changed: PyTorch's error at backward
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         out.sum().backward()
+
+
+@pytest.mark.parametrize("device", ["cpu", "vulkan"])
+@pytest.mark.parametrize("x_shape, out_features", [((0, 8), 24), ((5, 0), 3), ((4, 6), 0)])
+def test_an_empty_linear_and_its_gradients_match_torch(device, gpu, x_shape, out_features):
+    # An empty product (no batch, no input or no output features) takes matmul's sum of products: the one-op
+    # path's tiled kernel had read element 0 of an empty buffer in the weight's gradient (a transformer layer
+    # given an empty batch, h/peerPT9)
+    dev = gpu if device == "vulkan" else vkml.device("cpu")
+    rng = np.random.default_rng(3)
+    x_np = rng.standard_normal(x_shape, dtype=np.float32)
+    w_np = rng.standard_normal((out_features, x_shape[1]), dtype=np.float32)
+    b_np = rng.standard_normal(out_features, dtype=np.float32)
+    results = []
+    for m, place in ((torch, {}), (vkml, {"device": dev})):
+        x, w, b = (m.tensor(a, requires_grad=True, **place) for a in (x_np, w_np, b_np))
+        out = m.nn.functional.linear(x, w, b)
+        parts = out.chunk(3, -1) if out_features % 3 == 0 and out_features else (out,)
+        total = parts[0]
+        for part in parts[1:]:
+            total = total + part
+        (total * 2.0).sum().backward()
+        results.append([t.detach().numpy() for t in (out, x.grad, w.grad, b.grad)])
+    for got, want in zip(results[1], results[0]):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    again = VF.linear(vkml.tensor(x_np, device=dev), vkml.tensor(w_np, device=dev), vkml.tensor(b_np, device=dev))
+    assert again.numpy().shape == (x_shape[0], out_features)  # the process keeps working

@@ -2521,9 +2521,6 @@ KNOWN = {
     "passes on a format only a tensor was made in, vkml/frontend/memory_format.py)",
     "constant_pad_nd_channels_last": "padding gives a row-major result (vkml passes a channels-last format on "
     "through elementwise ops, casts, conv, batch norm and pooling only: vkml/frontend/memory_format.py)",
-    "transformer_layers_empty_batch": "the backward of an empty batch through a fused input projection runs a "
-    "matmul kernel that loads from an empty buffer (IndexError in the interpreter; reproducer: linear of a "
-    "(0, 8) input to 24 features, chunk(3, -1), add the chunks, sum, backward)",
     "extra_state_non_dict": "load_state_dict matches every key before it writes anything, so a set_extra_state "
     "that adds a submodule cannot take that submodule's keys (PyTorch writes as it walks)",
 }

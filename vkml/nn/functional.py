@@ -171,6 +171,8 @@ def _linear_recorded(input, weight, bias):
         return None
     if b.shape[0] != w.shape[0] or functions.split_k_chunks(1, x.shape[0], w.shape[0], x.shape[1]) > 1:
         return None
+    if 0 in x.shape or 0 in w.shape:  # matmul lowers an empty product as a sum of products, not the tiled kernel
+        return None
     node = None
     if x.device is w.device and not (lazy.is_eager() or memory_format.ACTIVE):
         # the operators' nodes: matmul's product of the input and the weight's transposed view, and add's
@@ -198,6 +200,8 @@ def _linear_grad(c):
     k = w.shape[1]
     if autograd._mode.enabled or lazy.is_eager() or memory_format.ACTIVE or gn.dtype is not _F32:
         direct = False  # create_graph (the operators record their ops), or a mode the operators act on
+    elif m == 0 or n == 0 or k == 0:
+        direct = False  # an empty product: matmul's sum of products (the tiled kernel would read past a buffer)
     else:  # matmul splits no product's k, so the products are the nodes below
         direct = functions.split_k_chunks(1, k, n, m) == 1 and functions.split_k_chunks(1, m, k, n) == 1
     grad_bias = grad_weight = grad_input = None

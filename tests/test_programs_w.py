@@ -13,6 +13,9 @@ from test_programs import program_tests
 # name: (steps, rtol)
 PROGRAMS = {
     "aladdin_cnn_architectures": (3, 1e-4),
+    "aladdin_gans": (3, 1e-4),
+    "aladdin_transformer_scratch": (3, 1e-4),
+    "aladdin_yolov1": (3, 1e-4),
 }
 VARIANTS = {
     "aladdin_cnn_architectures": [
@@ -21,6 +24,7 @@ VARIANTS = {
         {"MODEL": "resnet"},
         {"MODEL": "efficientnet"},
     ],
+    "aladdin_gans": [{"MODEL": "dcgan"}, {"MODEL": "wgan"}, {"MODEL": "wgan_gp"}, {"MODEL": "cond_gan"}],
 }
 
 test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tests(PROGRAMS, VARIANTS)

@@ -219,7 +219,12 @@ class block(nn.Module):  # noqa: N801
         )
         self.bn2 = nn.BatchNorm2d(intermediate_channels)
         self.conv3 = nn.Conv2d(
-            intermediate_channels, intermediate_channels * self.expansion, kernel_size=1, stride=1, padding=0, bias=False
+            intermediate_channels,
+            intermediate_channels * self.expansion,
+            kernel_size=1,
+            stride=1,
+            padding=0,
+            bias=False,
         )
         self.bn3 = nn.BatchNorm2d(intermediate_channels * self.expansion)
         self.relu = nn.ReLU()
@@ -286,7 +291,7 @@ class ResNet(nn.Module):
         # For example for first resnet layer: 256 will be mapped to 64 as intermediate layer,
         # then finally back to 256. Hence no identity downsample is needed, since stride = 1,
         # and also same amount of channels.
-        for i in range(num_residual_blocks - 1):
+        for i in range(num_residual_blocks - 1):  # noqa: B007
             layers.append(block(self.in_channels, intermediate_channels))
         return nn.Sequential(*layers)
 

@@ -30,7 +30,7 @@ SURVIVAL_PROB = 0.8
 num_classes = 3
 batch_size = 4
 learning_rate = 1e-3
-device = torch.device("cpu")
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 # ----------------------------------------------------------------------------------------------- LeNet

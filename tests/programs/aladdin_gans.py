@@ -25,7 +25,7 @@ import numpy as np
 from shim import DataLoader, TensorDataset, nn, optim, torch
 
 MODEL = "simple"  # or "dcgan", "wgan", "wgan_gp", "cond_gan"
-device = "cpu"
+device = "cuda" if torch.cuda.is_available() else "cpu"
 BATCH_SIZE = 4
 IMAGE_SIZE = 16
 CHANNELS_IMG = 1
@@ -145,7 +145,7 @@ def initialize_weights(model):
 def test():
     N, in_channels, H, W = 2, 1, 16, 16
     noise_dim = 6
-    x = torch.randn((N, in_channels, H, W))
+    x = torch.randn((N, in_channels, H, W))  # on the CPU, as the script's test()
     disc = ConvDiscriminator(in_channels, 4)
     assert disc(x).shape == (N, 1, 1, 1), "Discriminator test failed"
     gen = ConvGenerator(noise_dim, in_channels, 4)

@@ -27,6 +27,7 @@ BATCH = 4
 VOCAB = 11
 PAD = 0
 SOS = 1
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
 class SelfAttention(nn.Module):
@@ -235,7 +236,6 @@ class Transformer(nn.Module):
 
 def build():
     torch.manual_seed(0)
-    device = torch.device("cpu")
     return Transformer(
         VOCAB,
         VOCAB,
@@ -259,11 +259,10 @@ def batches():
         for row, length in enumerate(rng.randint(3, SEQ + 1, BATCH)):
             src[row, length:] = PAD
         trg = np.concatenate([np.full((BATCH, 1), SOS), np.where(src == PAD, PAD, (src - 1) % (VOCAB - 2) + 2)], 1)
-        yield torch.tensor(src), torch.tensor(trg)
+        yield torch.tensor(src).to(device), torch.tensor(trg).to(device)
 
 
 def train(model, steps=3):
-    device = torch.device("cpu")
     record = {"losses": []}
     # the script's own check
     x = torch.tensor([[1, 5, 6, 4, 3, 9, 5, 2, 0], [1, 8, 7, 3, 4, 5, 6, 7, 2]]).to(device)

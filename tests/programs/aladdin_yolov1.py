@@ -29,6 +29,7 @@ DROPOUT = 0.0
 BATCH_SIZE = 3
 LEARNING_RATE = 2e-4
 WEIGHT_DECAY = 1e-4
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 
 """ 
 Information about architecture config:
@@ -350,7 +351,7 @@ def voc_like_batches():
 
 def build():
     torch.manual_seed(0)
-    return Yolov1(split_size=S, num_boxes=B, num_classes=C)
+    return Yolov1(split_size=S, num_boxes=B, num_classes=C).to(DEVICE)
 
 
 def train(model, steps=3):
@@ -361,6 +362,7 @@ def train(model, steps=3):
     for batch_idx, (x, y) in enumerate(voc_like_batches()):
         if batch_idx == steps:
             break
+        x, y = x.to(DEVICE), y.to(DEVICE)
         out = model(x)
         loss = loss_fn(out, y)
         mean_loss.append(loss.item())

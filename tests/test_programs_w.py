@@ -1,5 +1,5 @@
 """Aladdin Persson's Machine-Learning-Collection (aladdin_basics, aladdin_cnn_architectures, aladdin_gans,
-aladdin_pix2pix_cyclegan, aladdin_transformer_scratch, aladdin_yolov1) and bentrevett's pytorch-seq2seq and
+aladdin_pix2pix_cyclegan, aladdin_transformer_scratch, aladdin_unet_segmentation, aladdin_yolov1) and bentrevett's pytorch-seq2seq and
 pytorch-sentiment-analysis notebooks (bentrevett_seq2seq, bentrevett_conv_transformer_seq2seq,
 bentrevett_sentiment) run under vkml as under PyTorch, by their import lines alone; each docstring lists the
 idioms it checks.
@@ -26,6 +26,7 @@ PROGRAMS = {
     "aladdin_pix2pix_cyclegan": (3, 1e-4),
     "aladdin_transformer_scratch": (3, 1e-4),
     "aladdin_yolov1": (3, 1e-4),
+    "aladdin_unet_segmentation": (3, 1e-4),
     "bentrevett_seq2seq": (3, 1e-4),
     "bentrevett_conv_transformer_seq2seq": (3, 1e-4),
     "bentrevett_sentiment": (3, 1e-4),
@@ -56,7 +57,7 @@ VARIANTS = {
     ],
 }
 # the device each program picks by torch.cuda.is_available(): the CPU for both libraries in the comparison
-DEVICE_NAME = {"aladdin_pix2pix_cyclegan": "DEVICE", "aladdin_yolov1": "DEVICE"}
+DEVICE_NAME = {"aladdin_pix2pix_cyclegan": "DEVICE", "aladdin_yolov1": "DEVICE", "aladdin_unet_segmentation": "DEVICE"}
 CONSTANTS = {name: {DEVICE_NAME.get(name, "device"): "cpu"} for name in PROGRAMS}
 
 test_program_matches_pytorch, test_program_variant_matches_pytorch = program_tests(PROGRAMS, VARIANTS, CONSTANTS)

@@ -360,9 +360,9 @@ def train(model, steps=3):
     record = {"losses": []}
     mean_loss = []
     for batch_idx, (x, y) in enumerate(voc_like_batches()):
+        x, y = x.to(DEVICE), y.to(DEVICE)
         if batch_idx == steps:
             break
-        x, y = x.to(DEVICE), y.to(DEVICE)
         out = model(x)
         loss = loss_fn(out, y)
         mean_loss.append(loss.item())

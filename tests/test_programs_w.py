@@ -16,7 +16,7 @@ import math
 
 import numpy as np
 import pytest
-from test_programs import _numbers, program_tests, run_program
+from test_programs import _load, _numbers, program_tests, run_program
 
 # name: (steps, rtol)
 PROGRAMS = {
@@ -86,3 +86,12 @@ def test_program_as_written_on_vulkan_matches_pytorch(name, constants, monkeypat
     assert sorted(got) == sorted(expected)
     assert len(got["losses"]) == steps and all(math.isfinite(x) for x in got["losses"])
     np.testing.assert_allclose(_numbers(got), _numbers(expected), rtol=rtol, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("name", list(PROGRAMS))
+def test_program_runs_as_written_with_its_random_draws(name, monkeypatch):
+    """Without the comparison's overrides (on the CPU): live dropout, shuffled batches, vkml's own draws."""
+    program = _load(name, "vkml", monkeypatch, deterministic=False, constants=CONSTANTS[name])
+    result = program.train(program.build(), steps=PROGRAMS[name][0])
+    assert all(math.isfinite(x) for x in _numbers(result)), result

@@ -6,8 +6,8 @@ idioms it checks.
 
 Each picks its device as its source does (``"cuda" if torch.cuda.is_available() else "cpu"``): the
 comparisons put both libraries on the CPU, and a second set runs vkml as written, on its Vulkan device
-(vkml's "cuda"), against PyTorch on the CPU. All run with ``make test-all`` (``-m stress``); they found no
-vkml gap, so there is no tests/test_program_fixes_w.py.
+(vkml's "cuda"), against PyTorch on the CPU. All run with ``make test-all`` (``-m stress``); ``make test``
+runs the gap they found (tests/test_program_fixes_w.py).
 """
 
 from __future__ import annotations

@@ -68,6 +68,9 @@ ON_VULKAN = [
     ("aladdin_yolov1", {}),
     ("bentrevett_seq2seq", {"MODEL": "packed"}),
     ("bentrevett_sentiment", {"MODEL": "lstm_packed"}),
+    ("aladdin_unet_segmentation", {}),  # autocast on: float16 convolutions, a ConvTranspose2d among them
+    ("bentrevett_conv_transformer_seq2seq", {}),
+    ("aladdin_cnn_architectures", {"MODEL": "efficientnet"}),
 ]
 
 

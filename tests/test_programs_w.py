@@ -68,7 +68,6 @@ ON_VULKAN = [
     ("aladdin_yolov1", {}),
     ("bentrevett_seq2seq", {"MODEL": "packed"}),
     ("bentrevett_sentiment", {"MODEL": "lstm_packed"}),
-    ("aladdin_unet_segmentation", {}),  # autocast on: float16 convolutions, a ConvTranspose2d among them
     ("bentrevett_conv_transformer_seq2seq", {}),
     ("aladdin_cnn_architectures", {"MODEL": "efficientnet"}),
 ]
@@ -98,3 +97,17 @@ def test_program_runs_as_written_with_its_random_draws(name, monkeypatch):
     program = _load(name, "vkml", monkeypatch, deterministic=False, constants=CONSTANTS[name])
     result = program.train(program.build(), steps=PROGRAMS[name][0])
     assert all(math.isfinite(x) for x in _numbers(result)), result
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("name", ["aladdin_unet_segmentation", "aladdin_pix2pix_cyclegan"])
+def test_program_under_cuda_autocast_on_vulkan_runs(name, monkeypatch, gpu):
+    """As written on vkml's Vulkan device, where ``torch.cuda.amp.autocast()`` is on (float16 convolutions, a
+    ``ConvTranspose2d`` among them; PyTorch's CPU build turns it off): its losses near PyTorch's float32 ones."""
+    import vkml
+
+    assert vkml.device("cuda") == gpu
+    steps, _ = PROGRAMS[name]
+    initial, expected = run_program(name, "torch", monkeypatch, steps, constants=CONSTANTS[name])
+    _, got = run_program(name, "vkml", monkeypatch, steps, initial)
+    np.testing.assert_allclose(got["losses"], expected["losses"], rtol=1e-2, err_msg=name)

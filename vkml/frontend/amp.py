@@ -88,7 +88,7 @@ def _device_type(name: str) -> str:
 # PyTorch's CUDA autocast lists (aten/src/ATen/autocast_mode.cpp), as far as vkml has the ops.
 LOWER = frozenset(
     "matmul mm bmm addmm addmv addr baddbmm addbmm mv einsum chain_matmul linear conv1d conv2d conv3d "
-    "conv_transpose1d conv_transpose2d conv_transpose3d prelu scaled_dot_product_attention _conv "
+    "conv_transpose1d conv_transpose2d conv_transpose3d prelu scaled_dot_product_attention _conv _conv_transpose "
     "__matmul__ __rmatmul__".split()
 )
 FLOAT32 = frozenset(
@@ -106,7 +106,7 @@ COMPOSITE_LOWER = frozenset("tensordot inner matrix_power".split())
 # PyTorch's CPU autocast lists (the same file's CPU block), as far as vkml has the ops, names as vkml's
 CPU_LOWER = frozenset(
     "matmul mm bmm addmm addbmm baddbmm einsum chain_matmul linear conv1d conv2d conv3d conv_tbc "
-    "conv_transpose1d conv_transpose2d conv_transpose3d prelu scaled_dot_product_attention _conv "
+    "conv_transpose1d conv_transpose2d conv_transpose3d prelu scaled_dot_product_attention _conv _conv_transpose "
     "__matmul__ __rmatmul__".split()
 )
 CPU_FLOAT32 = frozenset(

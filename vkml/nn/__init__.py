@@ -196,5 +196,7 @@ del _name
 # `import vkml` does not load vkml.nn, so the wrapping happens here, once nn.functional is complete.
 from ..frontend import amp as _amp  # noqa: E402
 from . import functional_layers as _functional_layers  # noqa: E402
+from . import functional_spatial as _functional_spatial  # noqa: E402
 
-_amp.install_namespace(functional, [(_functional_layers, "_conv")])
+# the modules' own paths: Conv*d's _conv_forward and ConvTranspose*d's forward call these, not the public names
+_amp.install_namespace(functional, [(_functional_layers, "_conv"), (_functional_spatial, "_conv_transpose")])

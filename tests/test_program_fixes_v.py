@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from optest import assert_same_bits
+from optest import assert_same_bits, skip_before_pytorch
 
 import vkml
 
@@ -52,6 +52,7 @@ def test_linspace_values_and_their_sine_gradient_are_pytorchs():
 def test_logspace_is_pytorchs_float64_power_rounded_once():
     """Probing the fix above: PyTorch's logspace computes the exponents and ``std::pow`` in float64 (no fused
     multiply-add there); vkml's float32 logspace took float32 powers of float32 exponents."""
+    skip_before_pytorch(2, 13, "logspace's float64 last bits differ in PyTorch 2.11 (the GPU machine's)")
     for args in [(-3.0, 2.0, 50), (0.25, 0.9, 137), (-6.97, -0.66, 382, 3.5)]:
         for dtype in ("float32", "float64"):
             got = vkml.logspace(*args, dtype=getattr(vkml, dtype)).numpy()

@@ -998,7 +998,10 @@ TOLERANCE = {
 
 
 # cases whose PyTorch behaviour changed by 2.13, the release vkml follows
-CHANGED_IN_2_13 = {"asarray": "asarray(tensor, requires_grad=True) of a leaf"}
+CHANGED_IN_2_13 = {
+    "asarray": "asarray(tensor, requires_grad=True) of a leaf",
+    "logspace float64": "logspace's float64 last bits (PyTorch 2.11 on the GPU machine: 8 of 137 values)",
+}
 
 
 @pytest.mark.parametrize("name", cases(CASES, "test_creation", SLOW))

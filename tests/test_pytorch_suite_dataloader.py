@@ -26,7 +26,7 @@ import warnings
 
 import numpy as np
 import pytest
-from pytorch_suite import check
+from pytorch_suite import check, known_params
 
 import vkml
 
@@ -1403,17 +1403,13 @@ def multiprocessing_contexts(m):
 KNOWN: dict[str, str] = {}
 
 
-def _params(table: dict) -> list:
-    return [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN[n], strict=True)) if n in KNOWN else n for n in table]
-
-
-@pytest.mark.parametrize("name", _params(SC))
+@pytest.mark.parametrize("name", known_params(SC, KNOWN))
 def test_dataloader_scenario_matches_torch(name: str) -> None:
     check(SC[name])
 
 
 @pytest.mark.exhaustive
-@pytest.mark.parametrize("name", _params(SLOW))
+@pytest.mark.parametrize("name", known_params(SLOW, KNOWN))
 def test_dataloader_scenario_with_workers_matches_torch(name: str) -> None:
     check(SLOW[name])
 

@@ -22,7 +22,7 @@ import tempfile
 
 import numpy as np
 import pytest
-from pytorch_suite import check, error_kind
+from pytorch_suite import check, error_kind, known_params
 
 import vkml
 
@@ -689,17 +689,13 @@ def gradients_after_the_first_call(m):
 KNOWN: dict[str, str] = {}
 
 
-def _params(table: dict) -> list:
-    return [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN[n], strict=True)) if n in KNOWN else n for n in table]
-
-
-@pytest.mark.parametrize("name", _params(SC))
+@pytest.mark.parametrize("name", known_params(SC, KNOWN))
 def test_lazy_scenario_matches_torch(name: str) -> None:
     check(SC[name])
 
 
 @pytest.mark.exhaustive
-@pytest.mark.parametrize("name", _params(SLOW))
+@pytest.mark.parametrize("name", known_params(SLOW, KNOWN))
 def test_lazy_scenario_with_large_inputs_matches_torch(name: str) -> None:
     check(SLOW[name])
 

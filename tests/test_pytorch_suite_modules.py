@@ -23,7 +23,8 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 import torch
-from pytorch_suite import Raised, check
+from optest import skip_before_pytorch
+from pytorch_suite import Raised, check, known_params
 from pytorch_suite_ops import on_device
 
 import vkml
@@ -2526,17 +2527,15 @@ KNOWN = {
 }
 
 
-def _params(table: dict) -> list:
-    return [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN[n], strict=True)) if n in KNOWN else n for n in table]
-
-
-@pytest.mark.parametrize("name", _params(SC))
+@pytest.mark.parametrize("name", known_params(SC, KNOWN))
 def test_module_scenario_matches_torch(name: str) -> None:
+    if name == "flatten_unflatten_args":
+        skip_before_pytorch(2, 13, "Unflatten's type errors are worded otherwise before 2.13")
     check(SC[name])
 
 
 @pytest.mark.exhaustive
-@pytest.mark.parametrize("name", _params(SLOW))
+@pytest.mark.parametrize("name", known_params(SLOW, KNOWN))
 def test_module_scenario_with_kernels_matches_torch(name: str) -> None:
     check(SLOW[name])
 

@@ -671,7 +671,9 @@ def zero_grad_of_a_gradient_with_history(m):
     grad (PyTorch's)."""
     w = m.nn.Parameter(m.tensor([1.0, 2.0]))
     opt = m.optim.SGD([w], lr=0.1)
-    (w.pow(3).sum()).backward(create_graph=True)
+    with warnings.catch_warnings():  # PyTorch warns of the reference cycle once a process: order-dependent
+        warnings.simplefilter("ignore", UserWarning)
+        (w.pow(3).sum()).backward(create_graph=True)
     before = (w.grad.requires_grad, w.grad.grad_fn is not None)
     opt.zero_grad(set_to_none=False)
     return before, w.grad, w.grad.requires_grad, w.grad.grad_fn is None

@@ -24,9 +24,11 @@ from pytorch_suite import check, error_kind, half_tolerances, known_params
 
 import vkml
 
-# the rule checked here (tests/test_autograd.py asks every rule for a test): the backward of an adaptive
-# pool to output size 0 raises PyTorch's error (the _adaptive_empty_output scenarios)
-GRAD_TESTED = {"adaptive_pool_empty"}
+# the rules checked here (tests/test_autograd.py asks every rule for a test): the backward of an adaptive
+# pool to output size 0 raises PyTorch's error (the _adaptive_empty_output scenarios); a max pool's indices
+# saved for backward (pool_indices_saved: the gradients through max_pool*d(return_indices=True), max_unpool1d's
+# scenario, and PyTorch's version error once the indices are written in place)
+GRAD_TESTED = {"adaptive_pool_empty", "pool_indices_saved"}
 SC = {}  # the default suite's
 SLOW = {}  # the exhaustive run's (each compiles kernels on first use)
 

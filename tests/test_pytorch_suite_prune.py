@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.utils.prune  # noqa: F401 - torch.nn.utils does not import it
-from pytorch_suite import check
+from pytorch_suite import check, known_params
 
 import vkml
 
@@ -528,17 +528,13 @@ KNOWN: dict[str, str] = {
 }
 
 
-def _params(table: dict) -> list:
-    return [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN[n], strict=True)) if n in KNOWN else n for n in table]
-
-
-@pytest.mark.parametrize("name", _params(SC))
+@pytest.mark.parametrize("name", known_params(SC, KNOWN))
 def test_prune_scenario_matches_torch(name: str) -> None:
     check(SC[name])
 
 
 @pytest.mark.exhaustive
-@pytest.mark.parametrize("name", _params(SLOW))
+@pytest.mark.parametrize("name", known_params(SLOW, KNOWN))
 def test_prune_scenario_with_kernels_matches_torch(name: str) -> None:
     check(SLOW[name], rtol=1e-4, atol=1e-5)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import warnings
 
 import pytest
-from pytorch_suite import check
+from pytorch_suite import check, known_params
 from pytorch_suite_ops import on_device
 from test_pytorch_suite_modules import attempt, rnd
 
@@ -466,17 +466,13 @@ def rnn_save_load_flatten(m):
 KNOWN = {}
 
 
-def _params(table: dict) -> list:
-    return [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN[n], strict=True)) if n in KNOWN else n for n in table]
-
-
-@pytest.mark.parametrize("name", _params(SC))
+@pytest.mark.parametrize("name", known_params(SC, KNOWN))
 def test_rnn_scenario_matches_torch(name: str) -> None:
     check(SC[name], rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.exhaustive
-@pytest.mark.parametrize("name", _params(SLOW))
+@pytest.mark.parametrize("name", known_params(SLOW, KNOWN))
 def test_rnn_scenario_with_kernels_matches_torch(name: str) -> None:
     check(SLOW[name], rtol=1e-4, atol=1e-5)
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from pytorch_suite import check, differences, record
+from pytorch_suite import check, differences, known_params, record
 
 import vkml
 
@@ -667,10 +667,6 @@ KNOWN: dict[str, str] = {
 }
 
 
-def _params(table: dict) -> list:
-    return [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN[n], strict=True)) if n in KNOWN else n for n in table]
-
-
 @pytest.fixture(autouse=True)
 def _empty_allowlists():
     vkml.serialization.clear_safe_globals()
@@ -680,7 +676,7 @@ def _empty_allowlists():
     torch.serialization.clear_safe_globals()
 
 
-@pytest.mark.parametrize("name", _params(SC))
+@pytest.mark.parametrize("name", known_params(SC, KNOWN))
 def test_serialization_scenario_matches_torch(name: str) -> None:
     check(SC[name])
 

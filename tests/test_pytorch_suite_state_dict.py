@@ -24,7 +24,7 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
-from pytorch_suite import check
+from pytorch_suite import check, known_params
 
 import vkml
 
@@ -427,17 +427,13 @@ def load_one_element_into_a_scalar(m):
 KNOWN: dict[str, str] = {}
 
 
-def _params(table: dict) -> list:
-    return [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN[n], strict=True)) if n in KNOWN else n for n in table]
-
-
-@pytest.mark.parametrize("name", _params(SC))
+@pytest.mark.parametrize("name", known_params(SC, KNOWN))
 def test_state_dict_scenario_matches_torch(name: str) -> None:
     check(SC[name])
 
 
 @pytest.mark.exhaustive
-@pytest.mark.parametrize("name", _params(SLOW))
+@pytest.mark.parametrize("name", known_params(SLOW, KNOWN))
 def test_state_dict_scenario_with_training_matches_torch(name: str) -> None:
     check(SLOW[name], rtol=1e-4, atol=1e-4)
 
